@@ -1,0 +1,26 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+
+using namespace spade;
+namespace fs = std::filesystem;
+
+TEST(AtomicFile, WriteReplaceAndRead) {
+  fs::path dir = fs::path(SPADE_TEST_TMP) / "atomic";
+  fs::remove_all(dir);
+  std::string p = (dir / "a" / "f.txt").string();
+  write_file_atomic(p, "one");
+  write_file_atomic(p, "two");
+  EXPECT_EQ(read_file(p), "two");
+  // no temp files are left behind
+  int n = 0;
+  for (auto& e : fs::directory_iterator(dir / "a")) { (void)e; ++n; }
+  EXPECT_EQ(n, 1);
+  append_line((dir / "m.jsonl").string(), "{}");
+  append_line((dir / "m.jsonl").string(), "{}");
+  EXPECT_EQ(read_file((dir / "m.jsonl").string()), "{}\n{}\n");
+  EXPECT_THROW(read_file((dir / "missing").string()), Error);
+}
