@@ -1,0 +1,94 @@
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "apps/commands.h"
+#include "common/atomic_file.h"
+#include "embedded_config.h"
+#include "trainer/train.h"
+
+namespace spade::apps {
+
+namespace {
+std::function<int()> g_action;
+
+struct ConfigArgs {
+  std::string config;
+  std::vector<std::string> overrides;
+  std::string name;
+};
+
+void add_config_options(CLI::App* cmd, ConfigArgs& args) {
+  cmd->add_option("--config", args.config, "run config (YAML); default: the embedded configs/games-tiny.yaml");
+  cmd->add_option("--set", args.overrides, "override a key, e.g. --set selfplay.steps=16 (repeatable)");
+  cmd->add_option("--name", args.name, "run name (run.name): outputs go to <run.out_dir>/<name>/");
+}
+
+trainer::Config load(const ConfigArgs& args) {
+  std::vector<std::string> overrides = args.overrides;
+  if (!args.name.empty()) overrides.push_back("run.name=" + args.name);
+  trainer::Config c = args.config.empty()
+                          ? trainer::parse_config(kDefaultConfig, kDefaultConfigName, overrides)
+                          : trainer::load_config(args.config, overrides);
+  c.seed_envs.dir = resolve_data_path(c.seed_envs.dir);
+  return c;
+}
+
+void print_line(const std::string& line) {
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+}  // namespace
+
+void set_action(std::function<int()> action) { g_action = std::move(action); }
+
+int run_selected(CLI::App& app) {
+  if (!g_action) {
+    std::fprintf(stderr, "%s", app.help().c_str());
+    return 2;
+  }
+  return g_action();
+}
+
+std::string resolve_data_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty() || fs::path(path).is_absolute() || fs::exists(path)) return path;
+  const fs::path in_source = fs::path(SPADE_SOURCE_DIR) / path;
+  return fs::exists(in_source) ? in_source.string() : path;
+}
+
+void add_train_commands(CLI::App& app) {
+  auto args = std::make_shared<ConfigArgs>();
+  CLI::App* train = app.add_subcommand("train", "run SPADE self-play (cold start + self-play steps)");
+  add_config_options(train, *args);
+  train->callback([args] {
+    set_action([args] {
+      trainer::run_train(load(*args), {true}, print_line);
+      return 0;
+    });
+  });
+
+  auto sft_args = std::make_shared<ConfigArgs>();
+  CLI::App* sft = app.add_subcommand("sft", "cold start only: supervised training on seed environments");
+  add_config_options(sft, *sft_args);
+  sft->callback([sft_args] {
+    set_action([sft_args] {
+      trainer::run_train(load(*sft_args), {false}, print_line);
+      return 0;
+    });
+  });
+
+  CLI::App* config = app.add_subcommand("config", "inspect run configs");
+  config->require_subcommand(1);
+  auto show_args = std::make_shared<ConfigArgs>();
+  CLI::App* show = config->add_subcommand("show", "print the resolved config (defaults + file + --set)");
+  add_config_options(show, *show_args);
+  show->callback([show_args] {
+    set_action([show_args] {
+      std::printf("%s", trainer::to_yaml(load(*show_args)).c_str());
+      return 0;
+    });
+  });
+}
+
+}  // namespace spade::apps

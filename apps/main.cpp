@@ -1,0 +1,40 @@
+// spade: the command-line entry point. Thin: parse arguments, call a library, print.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <unistd.h>
+
+#include "apps/commands.h"
+#include "common/error.h"
+
+int main(int argc, char** argv) {
+  // OpenMP reads OMP_WAIT_POLICY when its runtime loads, before main(): spinning workers cost up to
+  // 10x on a shared 2-core machine (measured in bench), so re-exec once with PASSIVE unless the user
+  // chose a policy.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    execv("/proc/self/exe", argv);  // returns only on failure: then carry on as we are
+  }
+  CLI::App app{"spade: training LLMs by self-play (SPADE) and scoring them in SWE-Duel matches"};
+  app.require_subcommand(1);
+  spade::apps::add_train_commands(app);
+  spade::apps::add_corpus_commands(app);
+  spade::apps::add_envs_commands(app);
+  spade::apps::add_generate_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    return spade::apps::run_selected(app);
+  } catch (const spade::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

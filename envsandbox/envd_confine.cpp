@@ -1,0 +1,107 @@
+#include "envsandbox/envd_confine.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "envsandbox/envd_child.h"
+
+namespace spade::envsandbox::envd {
+namespace {
+
+constexpr int kConfineFailed = 70;
+
+[[noreturn]] void fail(const char* what) {
+  // stderr still reaches the host's stderr only until it is redirected; after that this is silent.
+  std::fprintf(stderr, "spade-envd child: %s: %s\n", what, std::strerror(errno));
+  _exit(kConfineFailed);
+}
+
+// Sets a limit, never above the inherited hard limit (raising it fails in containers).
+void set_limit(int resource, rlim_t soft, rlim_t hard, const char* name) {
+  rlimit cur{};
+  if (getrlimit(resource, &cur) != 0) fail(name);
+  if (cur.rlim_max != RLIM_INFINITY) {
+    if (hard > cur.rlim_max) hard = cur.rlim_max;
+    if (soft > hard) soft = hard;
+  }
+  rlimit lim{soft, hard};
+  if (setrlimit(resource, &lim) != 0) fail(name);
+}
+
+}  // namespace
+
+int64_t proc_status_value(const char* key) {
+  FILE* f = std::fopen("/proc/self/status", "re");
+  if (f == nullptr) return -1;
+  char line[256];
+  size_t klen = std::strlen(key);
+  int64_t value = -1;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::strncmp(line, key, klen) != 0 || line[klen] != ':') continue;
+    long long v = 0;
+    char unit[8] = {0};
+    int n = std::sscanf(line + klen + 1, "%lld %7s", &v, unit);
+    if (n >= 1) value = (n == 2 && std::strcmp(unit, "kB") == 0) ? v * 1024 : v;
+    break;
+  }
+  std::fclose(f);
+  return value;
+}
+
+int confine_child(int sock, const std::string& workdir, const ChildLimits& limits, pid_t zygote_pid) {
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);  // the zygote blocks SIGCHLD for its signalfd
+  signal(SIGCHLD, SIG_DFL);
+  signal(SIGXFSZ, SIG_IGN);  // over RLIMIT_FSIZE a write fails with EFBIG instead of killing us
+
+  if (setsid() < 0) fail("setsid");
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail("PR_SET_PDEATHSIG");
+  if (getppid() != zygote_pid) _exit(kConfineFailed);  // the zygote died before PDEATHSIG was armed
+
+  // Descriptors: the channel on 3, /dev/null on 0-2 (printing cannot reach the channel), nothing else.
+  if (sock != 3) {
+    if (dup2(sock, 3) < 0) fail("dup2 channel");
+    close(sock);
+  }
+  int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devnull < 0) fail("open /dev/null");
+  for (int fd = 0; fd <= 2; ++fd)
+    if (dup2(devnull, fd) < 0) fail("dup2 /dev/null");
+  if (devnull > 3) close(devnull);
+  closefrom(4);
+  int flags = fcntl(3, F_GETFD);
+  if (flags < 0 || fcntl(3, F_SETFD, flags | FD_CLOEXEC) < 0) fail("fcntl channel");
+
+  int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  if (oom >= 0) {  // best effort: the kernel OOM killer picks environments before anything else
+    (void)!write(oom, "1000", 4);
+    close(oom);
+  }
+
+  // RLIMIT_AS is relative: an absolute value below the forked zygote's size makes every mmap fail
+  // (sandbox-anchors.md, LiveBench).
+  int64_t vm = proc_status_value("VmSize");
+  if (vm < 0) fail("read VmSize");
+  set_limit(RLIMIT_AS, static_cast<rlim_t>(vm + limits.memory_bytes), static_cast<rlim_t>(vm + limits.memory_bytes),
+            "RLIMIT_AS");
+  set_limit(RLIMIT_CPU, static_cast<rlim_t>(limits.cpu_s), static_cast<rlim_t>(limits.cpu_s + 1), "RLIMIT_CPU");
+  set_limit(RLIMIT_CORE, 0, 0, "RLIMIT_CORE");
+  set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(limits.max_files), static_cast<rlim_t>(limits.max_files),
+            "RLIMIT_NOFILE");
+  set_limit(RLIMIT_FSIZE, static_cast<rlim_t>(limits.file_size_bytes),
+            static_cast<rlim_t>(limits.file_size_bytes), "RLIMIT_FSIZE");
+
+  umask(077);
+  if (chdir(workdir.c_str()) != 0) fail("chdir");
+  return 3;
+}
+
+}  // namespace spade::envsandbox::envd

@@ -1,0 +1,24 @@
+// spade-envd: process confinement applied by a child right after fork, before any program code runs.
+// Today: new session (own process group, so the host can SIGKILL the whole group), parent-death
+// signal, oom_score_adj 1000, rlimits (address space relative to the zygote, CPU, core, files, file
+// size), stdin/stdout/stderr on /dev/null, every other descriptor closed, a private working directory.
+// Later hardening (bwrap namespaces, seccomp, cgroups, an unprivileged uid) belongs here too.
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace spade::envsandbox::envd {
+
+struct ChildLimits;
+
+/// Reads a "<Key>:  N kB" line of /proc/self/status (e.g. "VmSize", "Threads"); -1 if absent.
+/// Values in kB are returned in bytes; unit-less values as they are.
+int64_t proc_status_value(const char* key);
+
+/// Applies the confinement. `sock` becomes fd 3 (the return value). On any failure the process exits
+/// with status 70 (it must never run a program unconfined).
+int confine_child(int sock, const std::string& workdir, const ChildLimits& limits, pid_t zygote_pid);
+
+}  // namespace spade::envsandbox::envd

@@ -1,0 +1,215 @@
+#include "envsandbox/envd_zygote.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <Python.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "envsandbox/envd_child.h"
+#include "envsandbox/envd_confine.h"
+#include "envsandbox/frame.h"
+#include "envsandbox/protocol.h"
+#include "envsandbox/remove_tree.h"
+
+using nlohmann::json;
+
+namespace spade::envsandbox::envd {
+namespace {
+
+// SIGKILLs processes re-parented to the zygote (we are a child subreaper) that are not known children:
+// descendants of an environment that left its process group.
+void kill_orphans(pid_t self, const std::map<pid_t, bool>& known) {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return;
+  while (dirent* e = readdir(proc)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0 || known.count(pid)) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    size_t close_paren = line.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    char state;
+    int ppid;
+    if (std::sscanf(line.c_str() + close_paren + 1, " %c %d", &state, &ppid) == 2 && ppid == self)
+      kill(pid, SIGKILL);
+  }
+  closedir(proc);
+}
+
+}  // namespace
+
+Zygote::Zygote(int control_fd, const Prelude& prelude, std::string tmp_root)
+    : control_fd_(control_fd), prelude_(prelude), tmp_root_(std::move(tmp_root)), self_(getpid()) {}
+
+int Zygote::run() {
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  signal_fd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signal_fd_ < 0) {
+    std::fprintf(stderr, "spade-envd: signalfd: %s\n", std::strerror(errno));
+    return 1;
+  }
+  json ready{{"op", "ready"},
+             {"pid", self_},
+             {"vm_bytes", proc_status_value("VmSize")},
+             {"threads", proc_status_value("Threads")},
+             {"numpy", prelude_.numpy},
+             {"python", PY_VERSION},
+             {"tmp_root", tmp_root_}};
+  bool serving = write_frame(control_fd_, ready.dump(), no_deadline()) == FrameStatus::kOk;
+  while (serving) {
+    pollfd fds[2] = {{control_fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[1].revents & POLLIN) {
+      signalfd_siginfo info;
+      while (read(signal_fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+      }
+      reap();
+    }
+    if (fds[0].revents == 0) continue;
+    std::string payload;
+    if (read_frame(control_fd_, protocol::kMaxRequestBytes, no_deadline(), &payload) != FrameStatus::kOk) break;
+    json request = json::parse(payload, nullptr, false);
+    int pass_fd = -1;
+    json reply = request.is_object() ? handle(request, &pass_fd) : json{{"error", "request is not a JSON object"}};
+    FrameStatus sent = write_frame(control_fd_, reply.dump(), no_deadline(), pass_fd);
+    if (pass_fd >= 0) close(pass_fd);
+    if (sent != FrameStatus::kOk) break;
+  }
+  shutdown();
+  return serving ? 0 : 1;
+}
+
+json Zygote::handle(const json& request, int* pass_fd) {
+  try {
+    const std::string op = request.at("op").get<std::string>();
+    if (op == "spawn") return spawn(request.at("limits"), pass_fd);
+    pid_t pid = request.at("pid").get<pid_t>();
+    if (op == "status") return status(pid);
+    if (op == "kill") return kill_child(pid, false);
+    if (op == "release") return kill_child(pid, true);
+    return json{{"error", "unknown op '" + op + "'"}};
+  } catch (const std::exception& e) {
+    return json{{"error", std::string("bad request: ") + e.what()}};
+  }
+}
+
+json Zygote::spawn(const json& limits_json, int* pass_fd) {
+  ChildLimits limits = ChildLimits::from_json(limits_json);
+  std::string workdir = tmp_root_ + "/env-XXXXXX";
+  if (mkdtemp(workdir.data()) == nullptr) return json{{"error", std::string("mkdtemp: ") + std::strerror(errno)}};
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    remove_tree(workdir);
+    return json{{"error", std::string("socketpair: ") + std::strerror(errno)}};
+  }
+  PyOS_BeforeFork();
+  pid_t pid = fork();
+  if (pid == 0) {
+    PyOS_AfterFork_Child();
+    close(sv[0]);
+    close(control_fd_);
+    close(signal_fd_);
+    run_child(sv[1], workdir, limits, prelude_, self_);
+  }
+  int fork_errno = errno;
+  PyOS_AfterFork_Parent();
+  close(sv[1]);
+  if (pid < 0) {
+    close(sv[0]);
+    remove_tree(workdir);
+    return json{{"error", std::string("fork: ") + std::strerror(fork_errno)}};
+  }
+  children_[pid].workdir = workdir;
+  *pass_fd = sv[0];
+  return json{{"pid", pid}};
+}
+
+json Zygote::status(pid_t pid) {
+  reap();
+  auto it = children_.find(pid);
+  if (it == children_.end()) return json{{"state", "unknown"}};
+  if (!it->second.reaped) return json{{"state", "running"}};
+  int st = it->second.wait_status;
+  if (WIFEXITED(st)) return json{{"state", "exited"}, {"code", WEXITSTATUS(st)}};
+  if (WIFSIGNALED(st)) return json{{"state", "signaled"}, {"signal", WTERMSIG(st)}};
+  return json{{"state", "unknown"}};
+}
+
+json Zygote::kill_child(pid_t pid, bool release) {
+  reap();
+  auto it = children_.find(pid);
+  if (it == children_.end()) return json{{"done", true}};
+  if (!it->second.reaped) {
+    kill(-pid, SIGKILL);  // the whole session/process group (setsid in the child)
+    kill(pid, SIGKILL);   // in case the child had not reached setsid yet
+  }
+  if (release) {
+    if (it->second.reaped) children_.erase(it);
+    else it->second.released = true;
+  }
+  return json{{"done", true}};
+}
+
+void Zygote::reap() {
+  for (;;) {
+    // Peek first (WNOWAIT): while the child is a zombie its pid cannot be reused, so killing its
+    // process group cannot hit an unrelated process.
+    siginfo_t info{};
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+    pid_t pid = info.si_pid;
+    auto it = children_.find(pid);
+    if (it != children_.end()) kill(-pid, SIGKILL);  // leave nothing of its process group behind
+    int st = 0;
+    if (waitpid(pid, &st, 0) < 0) continue;
+    if (it == children_.end()) continue;  // an orphaned grandchild re-parented to us
+    remove_tree(it->second.workdir);
+    if (it->second.released) {
+      children_.erase(it);
+    } else {
+      it->second.reaped = true;
+      it->second.wait_status = st;
+    }
+  }
+}
+
+void Zygote::shutdown() {
+  std::map<pid_t, bool> known;
+  for (auto& [pid, child] : children_) {
+    known[pid] = true;
+    if (child.reaped) continue;
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+  }
+  for (auto& [pid, child] : children_) {
+    if (!child.reaped) {
+      int st;
+      while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+      }
+    }
+    remove_tree(child.workdir);
+  }
+  children_.clear();
+  kill_orphans(self_, known);
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  remove_tree(tmp_root_);
+}
+
+}  // namespace spade::envsandbox::envd

@@ -1,0 +1,141 @@
+#include "envsandbox/game.h"
+
+#include <cmath>
+
+namespace spade::envsandbox {
+namespace {
+
+void set(std::string* out, const std::string& value) {
+  if (out != nullptr) *out = value;
+}
+
+// The first `max_chars` code points of UTF-8 text.
+std::string cut_chars(const std::string& s, size_t max_chars) {
+  size_t chars = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80 && chars++ == max_chars) return s.substr(0, i);
+  }
+  return s;
+}
+
+// Lenient truthiness of a termination flag: bool, int or None (reference wrapper applies bool()).
+bool flag_value(const PyValue& v, bool* ok) {
+  if (v.is_bool()) return v.as_bool();
+  if (v.is_none()) return false;
+  if (v.is_int()) return v.as_double() != 0;
+  *ok = false;
+  return false;
+}
+
+GameStep invalid_response(const std::string& why) {
+  GameStep s;
+  s.obs = "Invalid game response";
+  s.reward = -1.0;
+  s.terminated = true;
+  s.detail = why;
+  return s;
+}
+
+}  // namespace
+
+std::string load_failure_reason(const CallResult& load) {
+  if (load.reason != "exception") return load.reason;
+  if (load.stage == "compile") return "syntax_error";
+  if (load.stage == "find") return "no_env_class";
+  if (load.stage == "init") return "init_exception";
+  return "load_exception";
+}
+
+std::unique_ptr<Game> Game::open(EnvServer& server, const std::string& source, int max_turns_cap,
+                                 std::string* reason, std::string* detail) {
+  std::unique_ptr<EnvInstance> instance = server.spawn();
+  CallResult r = instance->load(source, max_turns_cap);
+  if (!r.ok()) {
+    set(reason, load_failure_reason(r));
+    set(detail, r.detail);
+    return nullptr;
+  }
+  return std::make_unique<Game>(std::move(instance));
+}
+
+Game::Game(std::unique_ptr<EnvInstance> loaded) : instance_(std::move(loaded)) {}
+
+std::optional<std::string> Game::reset(std::optional<int64_t> seed, std::string* reason, std::string* detail) {
+  CallResult r = instance_->reset(seed);
+  if (!r.ok()) {
+    set(reason, r.reason == "exception" ? "reset_exception" : r.reason);
+    set(detail, r.detail);
+    return std::nullopt;
+  }
+  const PyValue& v = r.value;
+  if (v.is_str()) return v.as_str();
+  if ((v.is_tuple() || v.is_list()) && !v.items().empty() && v.items()[0].is_str()) return v.items()[0].as_str();
+  set(reason, "reset_bad_return");
+  set(detail, "reset() returned " + v.type_label() + " " + v.repr(80) + "; expected (str, dict) or str");
+  return std::nullopt;
+}
+
+GameStep Game::step(const std::string& action) {
+  CallResult r = instance_->step(cut_chars(action, kMaxActionChars));
+  if (r.reason == "exception" || r.reason == "memory") {
+    GameStep s;
+    s.obs = "Error: " + r.message;
+    s.reward = -1.0;
+    s.terminated = true;
+    s.detail = r.detail;
+    return s;
+  }
+  if (!r.ok()) {
+    GameStep s;
+    s.terminated = true;
+    s.failure = r.reason;
+    s.detail = r.detail;
+    return s;
+  }
+  const PyValue& v = r.value;
+  if (!(v.is_tuple() || v.is_list()) || v.items().size() != 5)
+    return invalid_response("step() returned " + v.type_label() + " " + v.repr(80) + "; expected a 5-tuple");
+  const std::vector<PyValue>& items = v.items();
+  if (!items[0].is_str()) return invalid_response("step() observation is " + items[0].type_label() + ", expected str");
+  const PyValue& reward = items[1];
+  double value = reward.is_bool() ? (reward.as_bool() ? 1.0 : 0.0) : reward.as_double();
+  if (!(reward.is_number() || reward.is_bool()) || !std::isfinite(value))
+    return invalid_response("step() reward " + reward.repr(40) + " is not a finite number");
+  bool ok = true;
+  GameStep s;
+  s.terminated = flag_value(items[2], &ok);
+  s.truncated = flag_value(items[3], &ok);
+  if (!ok) return invalid_response("step() terminated/truncated flags are not bool");
+  s.obs = items[0].as_str();
+  s.reward = value;
+  return s;
+}
+
+std::vector<std::string> Game::solution(std::string* reason, std::string* detail) {
+  std::vector<std::string> actions;
+  CallResult has = instance_->has("solution");
+  if (!has.ok() || !has.value.as_bool()) {
+    set(reason, has.ok() ? "no_solution" : has.reason);
+    set(detail, has.ok() ? "the environment defines no solution() method" : has.detail);
+    return actions;
+  }
+  CallResult r = instance_->call("solution");
+  if (!r.ok()) {
+    set(reason, r.reason == "exception" ? "solution_exception" : r.reason);
+    set(detail, r.detail);
+    return actions;
+  }
+  if (r.value.is_list() || r.value.is_tuple()) {
+    for (const PyValue& item : r.value.items()) {
+      if (!item.is_str()) break;
+      actions.push_back(item.as_str());
+    }
+    if (actions.size() == r.value.items().size() && !r.value.cut()) return actions;
+  }
+  actions.clear();
+  set(reason, "solution_bad_return");
+  set(detail, "solution() returned " + r.value.type_label() + " " + r.value.repr(80) + "; expected a list of str");
+  return actions;
+}
+
+}  // namespace spade::envsandbox

@@ -1,0 +1,54 @@
+// The two message protocols between the host library and spade-envd. Internal to envsandbox/; the
+// public API is sandbox.h. Every message is one frame (frame.h) holding a JSON object.
+//
+// Control channel (host <-> zygote, the socket inherited as fd 3, trusted both ways):
+//   zygote -> host once at start: {"op":"ready","pid":N,"vm_bytes":N,"threads":N,"numpy":bool,
+//                                  "python":"3.11.2","tmp_root":S} (or {"op":"error","message":S})
+//   {"op":"spawn","limits":{Limits}}   -> {"pid":N} plus the host end of a new socketpair (SCM_RIGHTS),
+//                                         or {"error":"..."}
+//   {"op":"status","pid":N}            -> {"state":"running"|"exited"|"signaled"|"unknown","code":N,"signal":N}
+//   {"op":"kill","pid":N}              -> {"done":true}   SIGKILL the child's process group
+//   {"op":"release","pid":N}           -> {"done":true}   kill, then forget it once reaped
+//   The host closing the channel makes the zygote kill and reap every child and exit.
+//
+// Child channel (host <-> one child; the child's replies are untrusted):
+//   {"op":"load","source":S,"max_turns_cap":N} -> {"value":("ClassName", max_turns passed or None)}
+//   {"op":"reset","seed":N|null}               -> {"value":V}
+//   {"op":"step","action":S}                   -> {"value":V}
+//   {"op":"call","method":S}                   -> {"value":V}        method() with no arguments
+//   {"op":"has","method":S}                    -> {"value":bool}     callable attribute exists
+//   {"op":"repair","source":S}                 -> {"value":S}
+//   Failure replies: {"error":"exception"|"memory"|"protocol","stage":S,"type":S,"message":S,
+//                     "traceback":S,"line":N}. "stage" (load only): "compile", "exec", "find", "init".
+//   Every reply may carry "out": program output (sys.stdout/sys.stderr) written since the last reply.
+//
+// Value encoding V (written by envd_value.cpp, read by py_value.cpp):
+//   null, true/false, a JSON string (an exact, uncut str), a JSON integer (an exact int in int64 range),
+//   or an object {"t":KIND, ...} with KIND one of
+//     "int"   {"big":"-123..."} (decimal digits; "" if too long to print)
+//     "float" {"v":1.5} or {"s":"nan"|"inf"|"-inf"}
+//     "str"   {"v":"..."}                    (a cut or subclassed str)
+//     "tuple" / "list" {"v":[V...]}
+//     "dict"  {"k":[V...],"v":[V...]}        (insertion order)
+//     "bool" {"v":b}, "none"                 (never emitted as objects today; accepted)
+//     "other"                                 (any other type; only its name is sent)
+//   and optional fields "type":"qualified.TypeName" (for subclasses and "other") and "cut":true when the
+//   child dropped content (string characters or container elements) to respect its caps.
+#pragma once
+#include <cstdint>
+
+namespace spade::envsandbox::protocol {
+
+/// File descriptor number of the control channel inside spade-envd.
+constexpr int kControlFd = 3;
+/// Cap on control-channel frames and on requests read by a child (the host is trusted; sources are
+/// far smaller than this).
+constexpr uint32_t kMaxRequestBytes = 64u << 20;
+/// Caps applied by the child while converting a Python value (reply size is capped separately).
+constexpr int kMaxValueDepth = 64;
+constexpr int64_t kMaxValueElements = 100000;
+/// Caps on exception text carried in failure replies (bytes).
+constexpr int64_t kMaxMessageBytes = 4096;
+constexpr int64_t kMaxTracebackBytes = 8192;
+
+}  // namespace spade::envsandbox::protocol

@@ -1,0 +1,60 @@
+// Internal to envsandbox/: the host's handle on one spade-envd process and its control channel
+// (protocol.h). Started with posix_spawn (never fork: the host may run LibTorch threads), with an
+// empty signal mask, default signal dispositions, its own process group and a minimal environment.
+//
+// Thread-safety: all methods are thread-safe (one control request at a time).
+#pragma once
+#include <sys/types.h>
+
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace spade::envsandbox::detail {
+
+/// Where spade-envd is looked for: `configured` if non-empty, else $SPADE_ENVD, else next to
+/// /proc/self/exe, else SPADE_ENVD_BUILD_PATH. Throws spade::Error listing every place tried.
+std::string locate_envd(const std::string& configured);
+
+class ZygoteProcess {
+ public:
+  /// Starts `envd_path` and waits up to `startup_timeout_s` for its ready message. Throws spade::Error
+  /// with the reason (exec failure, error message from spade-envd, timeout).
+  static std::shared_ptr<ZygoteProcess> start(const std::string& envd_path, double startup_timeout_s);
+
+  /// stop().
+  ~ZygoteProcess();
+
+  /// Closes the channel (the zygote then kills and reaps its children), waits up to 5 s for it to
+  /// exit, SIGKILLs it otherwise, and reaps it. Idempotent; later requests fail.
+  void stop();
+
+  /// False once a control request failed or the process exited.
+  bool alive();
+
+  /// Forks a child with `limits` (envd_child.h ChildLimits fields). On success sets `*pid` and `*fd`
+  /// (the host end of the child's channel, close-on-exec) and returns true; else sets `*error`.
+  bool spawn(const nlohmann::json& limits, pid_t* pid, int* fd, std::string* error);
+
+  /// The child's state: {"state":"running"|"exited"|"signaled"|"unknown", "code"/"signal"}.
+  /// "unknown" when the zygote cannot be asked.
+  nlohmann::json status(pid_t pid);
+
+  /// SIGKILLs the child's process group (kill), and also forgets its status once reaped (release).
+  void kill(pid_t pid);
+  void release(pid_t pid);
+
+  ZygoteProcess(pid_t pid, int fd) : pid_(pid), fd_(fd) {}
+
+ private:
+  bool request(const nlohmann::json& req, nlohmann::json* reply, int* passed_fd, std::string* error);
+
+  std::mutex mu_;
+  pid_t pid_;
+  int fd_;
+  bool broken_ = false;
+  std::string tmp_root_;  // the zygote's directory of child working directories
+};
+
+}  // namespace spade::envsandbox::detail

@@ -1,0 +1,151 @@
+#include "policy/checkpoint.h"
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "policy/safetensors.h"
+#include "policy/tokenizer.h"
+
+namespace spade::policy {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+c10::ScalarType dtype_from_name(const std::string& name) {
+  if (name == "float32") return torch::kFloat32;
+  if (name == "bfloat16") return torch::kBFloat16;
+  if (name == "float16") return torch::kFloat16;
+  throw spade::Error("checkpoint dtype '" + name + "' is not supported (float32, bfloat16, float16)");
+}
+
+// ChatML in Jinja for transformers' apply_chat_template (same format as policy/chat_template.h).
+const char* kChatTemplateJinja =
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+}  // namespace
+
+ModelConfig load_model_config(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "config.json").string();
+  if (!fs::exists(path)) throw spade::Error(path + ": missing (not an HF checkpoint directory?)");
+  json j;
+  try {
+    j = json::parse(spade::read_file(path));
+  } catch (const json::exception& e) {
+    throw spade::Error(path + ": invalid JSON: " + e.what());
+  }
+  return ModelConfig::from_json(j, path);
+}
+
+void save_checkpoint(const std::string& dir, Transformer& model, const CheckpointSaveOptions& o) {
+  const c10::ScalarType dtype = dtype_from_name(o.dtype);
+  const std::string tmp = dir + ".tmp";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec) throw spade::Error(tmp + ": cannot create directory: " + ec.message());
+
+  ModelConfig cfg = model->config();
+  cfg.torch_dtype = o.dtype;
+  spade::write_file_atomic((fs::path(tmp) / "config.json").string(), cfg.to_json().dump(2) + "\n");
+
+  json gen = {{"do_sample", true}, {"temperature", o.temperature}, {"top_p", o.top_p}, {"top_k", o.top_k}};
+  if (cfg.bos_token_id >= 0) gen["bos_token_id"] = cfg.bos_token_id;
+  if (cfg.eos_token_ids.size() == 1) gen["eos_token_id"] = cfg.eos_token_ids[0];
+  else if (!cfg.eos_token_ids.empty()) gen["eos_token_id"] = cfg.eos_token_ids;
+  spade::write_file_atomic((fs::path(tmp) / "generation_config.json").string(), gen.dump(2) + "\n");
+
+  std::map<std::string, at::Tensor> tensors;
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& p : model->named_parameters(/*recurse=*/true)) tensors[p.key()] = p.value().detach().to(torch::kCPU, dtype);
+  }
+  write_safetensors((fs::path(tmp) / "model.safetensors").string(), tensors, {{"format", "pt"}});
+
+  if (!o.tokenizer_model.empty()) {
+    fs::copy_file(o.tokenizer_model, fs::path(tmp) / "tokenizer.model", fs::copy_options::overwrite_existing, ec);
+    if (ec) throw spade::Error(o.tokenizer_model + ": cannot copy tokenizer into " + tmp + ": " + ec.message());
+    json tc = {{"tokenizer_class", "LlamaTokenizer"}, {"add_bos_token", false}, {"add_eos_token", false},
+               {"legacy", false}, {"add_prefix_space", false},
+               {"bos_token", "<s>"}, {"eos_token", kImEnd}, {"pad_token", "<pad>"}, {"unk_token", "<unk>"},
+               {"additional_special_tokens", {kImStart, kImEnd}}, {"chat_template", kChatTemplateJinja}};
+    spade::write_file_atomic((fs::path(tmp) / "tokenizer_config.json").string(), tc.dump(2) + "\n");
+  }
+  spade::publish_directory(tmp, dir);
+}
+
+Transformer load_checkpoint(const std::string& dir, c10::ScalarType dtype) {
+  ModelConfig cfg = load_model_config(dir);
+
+  // Weights: one file, or shards listed by the index's weight_map (tensor name -> shard file).
+  std::map<std::string, std::shared_ptr<SafetensorsFile>> files;   // by file name
+  std::map<std::string, std::string> where;                        // tensor -> file name
+  const fs::path single = fs::path(dir) / "model.safetensors";
+  const fs::path index = fs::path(dir) / "model.safetensors.index.json";
+  if (fs::exists(single)) {
+    auto f = SafetensorsFile::open(single.string());
+    files["model.safetensors"] = f;
+    for (const auto& n : f->names()) where[n] = "model.safetensors";
+  } else if (fs::exists(index)) {
+    json j;
+    try {
+      j = json::parse(spade::read_file(index.string()));
+    } catch (const json::exception& e) {
+      throw spade::Error(index.string() + ": invalid JSON: " + e.what());
+    }
+    if (!j.contains("weight_map") || !j["weight_map"].is_object())
+      throw spade::Error(index.string() + ": missing object 'weight_map'");
+    for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
+      const std::string file = it.value().get<std::string>();
+      if (!files.count(file)) files[file] = SafetensorsFile::open((fs::path(dir) / file).string());
+      if (!files[file]->contains(it.key()))
+        throw spade::Error((fs::path(dir) / file).string() + ": tensor '" + it.key() + "' listed in " +
+                           index.string() + " is not in the shard");
+      where[it.key()] = file;
+    }
+  } else {
+    throw spade::Error(dir + ": no model.safetensors or model.safetensors.index.json");
+  }
+  auto path_of = [&](const std::string& name) { return (fs::path(dir) / where.at(name)).string(); };
+
+  // Qwen2 (and some llama exports) carry q/k/v biases without a config flag: load any present.
+  for (const auto& kv : where)
+    if (kv.first.find("self_attn.q_proj.bias") != std::string::npos) cfg.attention_bias = true;
+
+  Transformer model(cfg);
+  torch::NoGradGuard no_grad;
+  std::set<std::string> used;
+  for (auto& p : model->named_parameters(/*recurse=*/true)) {
+    const std::string& name = p.key();
+    auto it = where.find(name);
+    if (it == where.end())
+      throw spade::Error(dir + ": tensor '" + name + "' is missing from the checkpoint (model_type " + cfg.model_type +
+                         ", " + std::to_string(cfg.num_hidden_layers) + " layers" +
+                         (cfg.tie_word_embeddings ? ", tied" : ", untied") + ")");
+    at::Tensor t = files.at(it->second)->get(name);
+    if (t.sizes() != p.value().sizes()) {
+      std::ostringstream msg;
+      msg << path_of(name) << ": tensor '" << name << "' has shape " << t.sizes() << " but config.json implies "
+          << p.value().sizes();
+      throw spade::Error(msg.str());
+    }
+    p.value().set_data(t.to(dtype).clone());
+    used.insert(name);
+  }
+  for (const auto& kv : where) {
+    if (used.count(kv.first)) continue;
+    if (cfg.tie_word_embeddings && kv.first == "lm_head.weight") continue;      // redundant copy of the embedding
+    if (kv.first.find("rotary_emb.inv_freq") != std::string::npos) continue;    // legacy buffer
+    throw spade::Error(path_of(kv.first) + ": unexpected tensor '" + kv.first + "' (not part of a " + cfg.model_type +
+                       " model with this config.json)");
+  }
+  return model;
+}
+
+}  // namespace spade::policy

@@ -1,0 +1,75 @@
+// ModelConfig: the architecture hyper-parameters of a decoder-only policy, mirroring Hugging Face
+// config.json for the llama, qwen2 and qwen3 families (trainer-anchors.md §6).
+// A plain value type; thread-compatible (no shared state).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace spade::policy {
+
+/// RoPE frequency scaling (config.json "rope_scaling" or "rope_parameters").
+/// Supported: "default" (none) and "llama3" (Llama 3.1 frequency-dependent scaling).
+struct RopeScaling {
+  std::string rope_type = "default";
+  double factor = 1.0;                             // llama3: 8
+  double low_freq_factor = 1.0;                    // llama3: 1
+  double high_freq_factor = 4.0;                   // llama3: 4
+  int64_t original_max_position_embeddings = 8192; // llama3: 8192
+};
+
+struct ModelConfig {
+  std::string model_type = "llama";  // "llama" | "qwen2" | "qwen3"
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;   // 0 in a hand-built config means "= num_attention_heads"
+  int64_t head_dim = 0;              // 0 in a hand-built config means hidden_size / num_attention_heads
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  int64_t max_position_embeddings = 2048;
+  bool tie_word_embeddings = false;
+  /// q/k/v projection biases. Qwen2 always has them (its config has no flag); llama/qwen3 follow
+  /// config "attention_bias", which for them also adds an o_proj bias (see o_proj_bias()).
+  bool attention_bias = false;
+  /// Per-head RMSNorm of q and k before RoPE (Qwen3: self_attn.{q,k}_norm.weight, shape [head_dim]).
+  bool qk_norm = false;
+  int64_t bos_token_id = -1;               // -1 = none
+  std::vector<int64_t> eos_token_ids;      // config "eos_token_id": int or list
+  std::string torch_dtype = "float32";     // "float32" | "bfloat16" | "float16"
+
+  /// num_key_value_heads / head_dim with the defaults above resolved.
+  int64_t kv_heads() const { return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads; }
+  int64_t head_size() const { return head_dim > 0 ? head_dim : hidden_size / num_attention_heads; }
+  /// HF: LlamaAttention/Qwen3Attention give o_proj a bias iff attention_bias; Qwen2 never does.
+  bool o_proj_bias() const { return attention_bias && model_type != "qwen2"; }
+
+  /// Throws spade::Error (prefixed by `where`) if the shape is inconsistent: non-positive sizes,
+  /// heads not divisible by kv heads, unknown model_type, odd head_dim (RoPE needs pairs).
+  void validate(const std::string& where = "ModelConfig") const;
+
+  /// Parses a config.json object. `where` names the file in errors ("ckpt/config.json: key 'x' ...").
+  /// Required: model_type, vocab_size, hidden_size, intermediate_size, num_hidden_layers,
+  /// num_attention_heads, rms_norm_eps, and rope_theta (top level, or rope_parameters.rope_theta).
+  /// Never guesses theta: a missing theta is an error. Rejects features this model does not implement
+  /// (hidden_act other than silu, mlp_bias, sliding-window attention, unknown rope types).
+  static ModelConfig from_json(const nlohmann::json& j, const std::string& where);
+
+  /// A config.json that transformers can load (architectures = LlamaForCausalLM / Qwen2ForCausalLM /
+  /// Qwen3ForCausalLM, hidden_act silu, explicit head_dim and num_key_value_heads).
+  nlohmann::json to_json() const;
+
+  /// Number of distinct parameters (tied embeddings counted once).
+  int64_t num_parameters() const;
+};
+
+/// "LlamaForCausalLM" etc. for a model_type; throws spade::Error for an unknown type.
+std::string architecture_for(const std::string& model_type);
+
+}  // namespace spade::policy

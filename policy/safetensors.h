@@ -1,0 +1,75 @@
+// safetensors reading and writing (format: https://github.com/huggingface/safetensors, trainer-anchors §6):
+//   u64 little-endian header length N | N bytes of JSON {name: {dtype, shape, data_offsets: [b, e]},
+//   "__metadata__": {str: str}?} | data region (offsets relative to its start).
+// Reading memory-maps the file and checks every tensor's byte range against dtype x shape and the file
+// size. Thread safety: a SafetensorsFile is immutable after open(); concurrent get() calls are safe.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace spade::policy {
+
+/// One tensor's header entry.
+struct SafetensorsEntry {
+  std::string dtype;            // "F32", "BF16", "F16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL"
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;  // byte range within the data region
+};
+
+/// A memory-mapped, validated safetensors file.
+class SafetensorsFile {
+ public:
+  /// Maps and validates `path`. Throws spade::Error naming the file (and tensor) when the file is
+  /// missing, shorter than its header claims, the header is not valid JSON, a dtype is unknown, an
+  /// offset range is inverted, outside the data region or disagrees with dtype x shape, or two
+  /// tensors overlap.
+  static std::shared_ptr<SafetensorsFile> open(const std::string& path);
+
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  /// Tensor names in header order sorted by name.
+  std::vector<std::string> names() const;
+  bool contains(const std::string& name) const { return entries_.count(name) > 0; }
+  const SafetensorsEntry& entry(const std::string& name) const;
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+  /// CPU tensor for `name` with the file's dtype and shape. Zero-copy: a read-only-by-convention view
+  /// of the mapping (copy-on-write private mapping, so writes never reach the file), which keeps the
+  /// mapping alive; a misaligned range is copied instead. Throws spade::Error for an unknown name.
+  at::Tensor get(const std::string& name) const;
+
+ private:
+  SafetensorsFile() = default;
+  std::string path_;
+  void* map_ = nullptr;
+  size_t map_size_ = 0;
+  uint64_t data_start_ = 0;
+  std::map<std::string, SafetensorsEntry> entries_;
+  std::map<std::string, std::string> metadata_;
+  std::weak_ptr<SafetensorsFile> self_;
+};
+
+/// Reads every tensor of a file (views as in SafetensorsFile::get). Errors as SafetensorsFile::open.
+std::map<std::string, at::Tensor> read_safetensors(const std::string& path);
+
+/// Writes `tensors` (any device; made contiguous and copied to CPU) to `path`: names sorted, header
+/// padded with spaces to a multiple of 8 bytes, "__metadata__" = metadata (default {"format": "pt"}).
+/// Written to `path`.tmp then renamed, so readers never see a partial file. Throws spade::Error on I/O
+/// failure or an unsupported dtype (naming the tensor).
+void write_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,
+                       const std::map<std::string, std::string>& metadata = {{"format", "pt"}});
+
+/// "F32" etc. <-> at::ScalarType. Throw spade::Error for unsupported names/types.
+c10::ScalarType safetensors_dtype(const std::string& name);
+std::string safetensors_dtype_name(c10::ScalarType type);
+
+}  // namespace spade::policy

@@ -1,0 +1,308 @@
+#include "policy/transformer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "common/error.h"
+
+namespace spade::policy {
+
+// ---------------------------------------------------------------------------------------------
+// KVCache
+// ---------------------------------------------------------------------------------------------
+
+std::pair<torch::Tensor, torch::Tensor> KVCache::append(size_t layer, const torch::Tensor& k,
+                                                        const torch::Tensor& v) {
+  if (layer > k_.size()) throw spade::Error("KVCache::append: layers must be appended in order");
+  if (layer == k_.size()) {
+    k_.emplace_back();
+    v_.emplace_back();
+    lengths_.push_back(0);
+  }
+  const int64_t len = lengths_[layer], t = k.size(2), need = len + t;
+  torch::Tensor& kb = k_[layer];
+  torch::Tensor& vb = v_[layer];
+  if (!kb.defined() || kb.size(2) < need) {
+    // Grow: capacity doubles so decoding one token at a time copies the history O(log S) times.
+    const int64_t cap = std::max<int64_t>(need, kb.defined() ? 2 * kb.size(2) : need + 64);
+    auto grow = [&](const torch::Tensor& old, const torch::Tensor& like) {
+      auto fresh = torch::empty({like.size(0), like.size(1), cap, like.size(3)}, like.options());
+      if (old.defined() && len > 0) fresh.narrow(2, 0, len).copy_(old.narrow(2, 0, len));
+      return fresh;
+    };
+    kb = grow(kb, k);
+    vb = grow(vb, v);
+  }
+  kb.narrow(2, len, t).copy_(k);
+  vb.narrow(2, len, t).copy_(v);
+  lengths_[layer] = need;
+  return {kb.narrow(2, 0, need), vb.narrow(2, 0, need)};
+}
+
+int64_t KVCache::batch_size() const { return k_.empty() || !k_[0].defined() ? 0 : k_[0].size(0); }
+
+void KVCache::select_rows(const torch::Tensor& rows) {
+  for (size_t l = 0; l < k_.size(); ++l) {
+    auto idx = rows.to(k_[l].device(), torch::kLong);
+    k_[l] = k_[l].index_select(0, idx);
+    v_[l] = v_[l].index_select(0, idx);
+  }
+}
+
+void KVCache::reallocate(int64_t front_pad, int64_t drop, int64_t capacity) {
+  for (size_t l = 0; l < k_.size(); ++l) {
+    const int64_t keep = lengths_[l] - drop;
+    for (torch::Tensor* buf : {&k_[l], &v_[l]}) {
+      auto fresh = torch::zeros({buf->size(0), buf->size(1), capacity, buf->size(3)}, buf->options());
+      if (keep > 0) fresh.narrow(2, front_pad, keep).copy_(buf->narrow(2, drop, keep));
+      *buf = fresh;
+    }
+    lengths_[l] = front_pad + keep;
+  }
+}
+
+void KVCache::left_pad(int64_t n) {
+  if (n <= 0 || k_.empty()) return;
+  reallocate(n, 0, length() + n + 64);
+}
+
+void KVCache::drop_front(int64_t n) {
+  if (n <= 0 || k_.empty()) return;
+  if (n > length()) throw spade::Error("KVCache::drop_front: cannot drop more columns than cached");
+  reallocate(0, n, length() - n + 64);
+}
+
+void KVCache::append_rows(const KVCache& other) {
+  if (other.k_.empty()) return;
+  if (k_.empty()) {
+    *this = other;
+    return;
+  }
+  if (other.k_.size() != k_.size() || other.length() != length())
+    throw spade::Error("KVCache::append_rows: caches differ in layers or length (" + std::to_string(length()) +
+                       " vs " + std::to_string(other.length()) + "); left_pad() the shorter one first");
+  const int64_t len = length();
+  for (size_t l = 0; l < k_.size(); ++l) {
+    for (auto [buf, ob] : {std::make_pair(&k_[l], &other.k_[l]), std::make_pair(&v_[l], &other.v_[l])}) {
+      auto fresh = torch::cat({buf->narrow(2, 0, len), ob->narrow(2, 0, len)}, 0);
+      auto grown = torch::empty({fresh.size(0), fresh.size(1), len + 64, fresh.size(3)}, fresh.options());
+      grown.narrow(2, 0, len).copy_(fresh);
+      *buf = grown;
+    }
+  }
+}
+
+void KVCache::clear() {
+  k_.clear();
+  v_.clear();
+  lengths_.clear();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numerics shared by forward and tests
+// ---------------------------------------------------------------------------------------------
+
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+  auto xf = x.to(torch::kFloat32);
+  auto normed = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return weight * normed.to(x.scalar_type());
+}
+
+torch::Tensor rope_inv_freq(const ModelConfig& c) {
+  const int64_t d = c.head_size();
+  // HF: 1.0 / (base ** (arange(0, dim, 2, int64).float() / dim)), all in float32.
+  auto exponent = torch::arange(0, d, 2, torch::kLong).to(torch::kFloat32) / static_cast<double>(d);
+  auto inv_freq = 1.0 / torch::pow(c.rope_theta, exponent);
+  const RopeScaling& s = c.rope_scaling;
+  if (s.rope_type == "llama3") {
+    // HF _compute_llama3_parameters (Llama 3.1): long wavelengths divided by factor, short kept,
+    // a linear blend in between.
+    const double old_ctx = static_cast<double>(s.original_max_position_embeddings);
+    const double low_wavelen = old_ctx / s.low_freq_factor, high_wavelen = old_ctx / s.high_freq_factor;
+    auto wavelen = 2 * M_PI / inv_freq;
+    auto scaled = torch::where(wavelen > low_wavelen, inv_freq / s.factor, inv_freq);
+    auto smooth = (old_ctx / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+    auto smoothed = (1 - smooth) * scaled / s.factor + smooth * scaled;
+    auto medium = (wavelen >= high_wavelen).logical_and(wavelen <= low_wavelen);
+    inv_freq = torch::where(medium, smoothed, scaled);
+  }
+  return inv_freq;
+}
+
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& positions, const torch::Tensor& inv_freq) {
+  // angles [B, T, D/2] in fp32, duplicated to [B, 1, T, D] (HF: emb = cat(freqs, freqs)).
+  auto freqs = positions.to(torch::kFloat32).unsqueeze(-1) * inv_freq.to(positions.device()).view({1, 1, -1});
+  auto emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);
+  auto cos = emb.cos().to(x.scalar_type()), sin = emb.sin().to(x.scalar_type());
+  const int64_t half = x.size(-1) / 2;
+  auto rotated = torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);  // rotate_half
+  return x * cos + rotated * sin;
+}
+
+torch::Tensor token_logprobs(const torch::Tensor& logits, const torch::Tensor& targets, double temperature) {
+  TORCH_CHECK(temperature > 0, "token_logprobs: temperature must be > 0");
+  auto logp = torch::log_softmax(logits.to(torch::kFloat32) / temperature, -1);
+  return logp.gather(-1, targets.to(torch::kLong).unsqueeze(-1)).squeeze(-1);
+}
+
+torch::Tensor token_entropy(const torch::Tensor& logits, double temperature) {
+  TORCH_CHECK(temperature > 0, "token_entropy: temperature must be > 0");
+  auto logp = torch::log_softmax(logits.to(torch::kFloat32) / temperature, -1);
+  return -(logp.exp() * logp).sum(-1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Module construction: a tree of plain modules so named_parameters() yields HF names.
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+std::shared_ptr<torch::nn::Module> child(torch::nn::Module& parent, const std::string& name) {
+  return parent.register_module(name, std::make_shared<torch::nn::Module>());
+}
+
+torch::Tensor param(torch::nn::Module& m, const std::string& name, std::vector<int64_t> shape, double fill) {
+  return m.register_parameter(name, torch::full(shape, fill, torch::kFloat32));
+}
+
+}  // namespace
+
+TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
+  config_.validate("TransformerImpl");
+  const int64_t h = config_.hidden_size, d = config_.head_size();
+  const int64_t nh = config_.num_attention_heads, kv = config_.kv_heads(), ff = config_.intermediate_size;
+  auto model = child(*this, "model");
+  embed_tokens_ = param(*child(*model, "embed_tokens"), "weight", {config_.vocab_size, h}, 0.0);
+  auto layers = child(*model, "layers");
+  for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
+    auto layer = child(*layers, std::to_string(i));
+    LayerWeights w;
+    w.input_norm = param(*child(*layer, "input_layernorm"), "weight", {h}, 1.0);
+    auto attn = child(*layer, "self_attn");
+    auto q = child(*attn, "q_proj"), k = child(*attn, "k_proj"), v = child(*attn, "v_proj"),
+         o = child(*attn, "o_proj");
+    w.q_proj = param(*q, "weight", {nh * d, h}, 0.0);
+    w.k_proj = param(*k, "weight", {kv * d, h}, 0.0);
+    w.v_proj = param(*v, "weight", {kv * d, h}, 0.0);
+    w.o_proj = param(*o, "weight", {h, nh * d}, 0.0);
+    if (config_.attention_bias) {
+      w.q_bias = param(*q, "bias", {nh * d}, 0.0);
+      w.k_bias = param(*k, "bias", {kv * d}, 0.0);
+      w.v_bias = param(*v, "bias", {kv * d}, 0.0);
+    }
+    if (config_.o_proj_bias()) w.o_bias = param(*o, "bias", {h}, 0.0);
+    if (config_.qk_norm) {
+      w.q_norm = param(*child(*attn, "q_norm"), "weight", {d}, 1.0);
+      w.k_norm = param(*child(*attn, "k_norm"), "weight", {d}, 1.0);
+    }
+    w.post_norm = param(*child(*layer, "post_attention_layernorm"), "weight", {h}, 1.0);
+    auto mlp = child(*layer, "mlp");
+    w.gate_proj = param(*child(*mlp, "gate_proj"), "weight", {ff, h}, 0.0);
+    w.up_proj = param(*child(*mlp, "up_proj"), "weight", {ff, h}, 0.0);
+    w.down_proj = param(*child(*mlp, "down_proj"), "weight", {h, ff}, 0.0);
+    layers_.push_back(w);
+  }
+  final_norm_ = param(*child(*model, "norm"), "weight", {h}, 1.0);
+  // Tied: lm_head shares the embedding's storage (and is not a separate parameter / tensor name).
+  lm_head_ = config_.tie_word_embeddings ? embed_tokens_
+                                         : param(*child(*this, "lm_head"), "weight", {config_.vocab_size, h}, 0.0);
+  inv_freq_ = rope_inv_freq(config_);
+}
+
+void TransformerImpl::init_weights(uint64_t seed, double std) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::detail::createCPUGenerator(seed);
+  for (auto& item : named_parameters(/*recurse=*/true)) {
+    const std::string& name = item.key();
+    torch::Tensor& p = item.value();
+    const bool is_norm = name.find("norm.weight") != std::string::npos;
+    if (is_norm) {
+      p.fill_(1.0);
+    } else if (name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0) {
+      p.zero_();
+    } else {
+      auto w = torch::empty(p.sizes(), torch::kFloat32);
+      w.normal_(0.0, std, gen);
+      p.copy_(w);
+    }
+  }
+}
+
+torch::Tensor TransformerImpl::lm_head(const torch::Tensor& hidden) {
+  return torch::matmul(hidden, lm_head_.t()).to(torch::kFloat32);
+}
+
+// The whole decoder, top to bottom (cf. llama2.c `forward`).
+torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& positions,
+                                       KVCache* cache, const torch::Tensor& key_mask) {
+  const ModelConfig& c = config_;
+  TORCH_CHECK(input_ids.dim() == 2, "Transformer::forward: input_ids must be [B, T], got ", input_ids.sizes());
+  TORCH_CHECK(positions.sizes() == input_ids.sizes(), "Transformer::forward: positions must match input_ids");
+  const int64_t B = input_ids.size(0), T = input_ids.size(1);
+  const int64_t nh = c.num_attention_heads, kvh = c.kv_heads(), d = c.head_size(), groups = nh / kvh;
+  const int64_t past = cache ? cache->length() : 0, S = past + T;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const auto inv_freq = inv_freq_.to(input_ids.device());
+
+  // Attention mask [B, 1, 1, T, S] (broadcast over kv heads and groups): new token t sits at slot
+  // past+t and may see slots <= past+t that are real (key_mask). Every query also sees itself, so a
+  // padding query never has an all-masked row (its output is unused but must stay finite).
+  torch::Tensor mask;
+  if (T > 1 || key_mask.defined()) {
+    auto opts = torch::TensorOptions().dtype(torch::kLong).device(input_ids.device());
+    auto q_slot = torch::arange(past, S, opts).view({T, 1});
+    auto k_slot = torch::arange(0, S, opts).view({1, S});
+    auto allowed = (k_slot <= q_slot).view({1, T, S});
+    if (key_mask.defined()) {
+      TORCH_CHECK(key_mask.dim() == 2 && key_mask.size(0) == B && key_mask.size(1) == S,
+                  "Transformer::forward: key_mask must be [B, cache+T] = [", B, ", ", S, "], got ", key_mask.sizes());
+      allowed = allowed.logical_and(key_mask.to(torch::kBool).view({B, 1, S}));
+      allowed = allowed.logical_or((k_slot == q_slot).view({1, T, S}));
+    }
+    mask = allowed.view({allowed.size(0), 1, 1, T, S});
+  }
+
+  // 1. Token embedding.
+  torch::Tensor x = torch::embedding(embed_tokens_, input_ids);  // [B, T, hidden]
+
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerWeights& w = layers_[l];
+
+    // 2. Attention block: pre-norm, projections, (qwen3) q/k norm, RoPE.
+    torch::Tensor h = rms_norm(x, w.input_norm, c.rms_norm_eps);
+    torch::Tensor q = torch::linear(h, w.q_proj, w.q_bias).view({B, T, nh, d});
+    torch::Tensor k = torch::linear(h, w.k_proj, w.k_bias).view({B, T, kvh, d});
+    torch::Tensor v = torch::linear(h, w.v_proj, w.v_bias).view({B, T, kvh, d});
+    if (c.qk_norm) {  // Qwen3: RMSNorm over head_dim, per head, before RoPE
+      q = rms_norm(q, w.q_norm, c.rms_norm_eps);
+      k = rms_norm(k, w.k_norm, c.rms_norm_eps);
+    }
+    q = apply_rope(q.transpose(1, 2), positions, inv_freq);  // [B, nh, T, d]
+    k = apply_rope(k.transpose(1, 2), positions, inv_freq);  // [B, kvh, T, d]
+    v = v.transpose(1, 2);
+
+    // 3. KV cache: append the new keys/values, attend over cache + new.
+    if (cache) std::tie(k, v) = cache->append(l, k, v);     // [B, kvh, S, d]
+
+    // 4. Grouped-query attention: query head j*groups+g uses kv head j (HF repeat_kv), without
+    //    materialising repeated K/V: q viewed as [B, kvh, groups, T, d].
+    auto qg = q.reshape({B, kvh, groups, T, d});
+    auto scores = torch::matmul(qg, k.unsqueeze(2).transpose(-1, -2)) * scale;  // [B, kvh, g, T, S]
+    if (mask.defined()) scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
+    auto probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
+    auto attn = torch::matmul(probs, v.unsqueeze(2));                            // [B, kvh, g, T, d]
+    attn = attn.reshape({B, nh, T, d}).transpose(1, 2).reshape({B, T, nh * d});
+    x = x + torch::linear(attn, w.o_proj, w.o_bias);
+
+    // 5. MLP block: pre-norm, SwiGLU.
+    h = rms_norm(x, w.post_norm, c.rms_norm_eps);
+    x = x + torch::linear(torch::silu(torch::linear(h, w.gate_proj)) * torch::linear(h, w.up_proj), w.down_proj);
+  }
+
+  // 6. Final norm (logits via lm_head()).
+  return rms_norm(x, final_norm_, c.rms_norm_eps);
+}
+
+}  // namespace spade::policy

@@ -1,0 +1,130 @@
+// Transformer: a Llama-style decoder-only language model (llama / qwen2 / qwen3 families) as a
+// torch::nn::Module whose parameter names equal the Hugging Face safetensors names, so
+// `named_parameters()` keys are exactly the checkpoint's tensor names (trainer-anchors.md §6).
+//
+// Numerics follow transformers' modeling_llama / modeling_qwen2 / modeling_qwen3:
+//   RMSNorm computed in fp32, cast back to the input dtype, then multiplied by the weight;
+//   rotate-half RoPE with inv_freq = theta^(-2i/d) computed in fp32 (+ optional llama3 scaling);
+//   grouped-query attention (kv head j serves query heads j*g .. j*g+g-1), scale 1/sqrt(head_dim),
+//   softmax in fp32; SwiGLU MLP down(silu(gate(x)) * up(x)); Qwen3 per-head q/k RMSNorm before RoPE.
+//
+// Thread safety: a module is not safe for concurrent forward() calls that share a KVCache; distinct
+// caches on one module are fine under torch::NoGradGuard (the parameters are only read).
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "policy/model_config.h"
+
+namespace spade::policy {
+
+/// Per-layer key/value cache for incremental decoding. Layer l holds K and V of shape
+/// [B, kv_heads, S, head_dim] (S = length()) in the model's dtype, on the model's device.
+/// Storage is over-allocated (capacity doubles) so appending one token does not copy the history.
+/// Not thread-safe.
+struct KVCache {
+  /// Appends k, v ([B, kv_heads, T, head_dim]) to layer `layer` and returns views of the whole
+  /// cached K and V for that layer ([B, kv_heads, S+T, head_dim]). Layers must be appended in order
+  /// 0..L-1 for each forward; length() advances when the last used layer has been appended.
+  std::pair<torch::Tensor, torch::Tensor> append(size_t layer, const torch::Tensor& k, const torch::Tensor& v);
+
+  /// Number of cached positions (columns of the key mask), identical for every row.
+  int64_t length() const { return lengths_.empty() ? 0 : lengths_[0]; }
+  /// Batch size of the cache (0 if empty).
+  int64_t batch_size() const;
+
+  /// Keeps only rows `rows` (int64 [B'] on any device), in that order: used to drop finished
+  /// sequences (or duplicate a prompt for n samples). Lengths are unchanged.
+  void select_rows(const torch::Tensor& rows);
+
+  /// Prepends `n` zero columns to every layer (length += n). The caller marks them as padding in its
+  /// key mask. Used to align two caches of different lengths before append_rows().
+  void left_pad(int64_t n);
+
+  /// Drops the first `n` columns of every layer (length -= n): used to trim padding that every row
+  /// has in front. Positions are RoPE'd into the keys already, so dropping columns changes nothing else.
+  void drop_front(int64_t n);
+
+  /// Appends the rows of `other` (same number of layers and the same length) after this cache's rows.
+  /// An empty cache simply takes `other`'s contents. Throws spade::Error on a length mismatch.
+  void append_rows(const KVCache& other);
+
+  /// Empties the cache (frees its storage).
+  void clear();
+
+ private:
+  void reallocate(int64_t front_pad, int64_t drop, int64_t capacity);
+  std::vector<torch::Tensor> k_, v_;   // [B, kv_heads, capacity, head_dim]
+  std::vector<int64_t> lengths_;       // filled length per layer
+};
+
+class TransformerImpl : public torch::nn::Module {
+ public:
+  /// Builds the module with parameters registered under HF names and zero-initialised except RMSNorm
+  /// weights (1). Throws spade::Error if `config` is invalid (ModelConfig::validate).
+  explicit TransformerImpl(const ModelConfig& config);
+
+  const ModelConfig& config() const { return config_; }
+
+  /// Runs the decoder and returns the final-normed hidden states [B, T, hidden] (model dtype).
+  ///   input_ids  [B, T] int64 token ids.
+  ///   positions  [B, T] int64 RoPE positions (for left-padded rows: 0 at the first real token).
+  ///   cache      if non-null, K/V of these T tokens are appended to it and attention covers the
+  ///              cached S tokens plus the new T (causal by slot index: new token t sees slots <= S+t).
+  ///   key_mask   optional [B, S+T] bool, true = real token that may be attended, false = padding.
+  ///              Padding queries attend to themselves only, so their (unused) outputs stay finite.
+  /// Throws c10::Error on shape mismatch.
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& positions,
+                        KVCache* cache = nullptr, const torch::Tensor& key_mask = {});
+
+  /// Output projection: hidden [..., hidden] -> logits [..., vocab] in float32. Uses the embedding
+  /// matrix when tie_word_embeddings.
+  torch::Tensor lm_head(const torch::Tensor& hidden);
+
+  /// Re-initialises all weights deterministically from `seed`: linear and embedding weights ~ N(0, std)
+  /// (HF initializer_range 0.02), biases 0, norm weights 1.
+  void init_weights(uint64_t seed, double std = 0.02);
+
+  /// Weights of one decoder layer (handles to the registered parameters; undefined if absent).
+  struct LayerWeights {
+    torch::Tensor input_norm, q_proj, k_proj, v_proj, o_proj;
+    torch::Tensor q_bias, k_bias, v_bias, o_bias;  // attention_bias (o_bias: not qwen2)
+    torch::Tensor q_norm, k_norm;                  // qk_norm (qwen3), [head_dim]
+    torch::Tensor post_norm, gate_proj, up_proj, down_proj;
+  };
+
+ private:
+  ModelConfig config_;
+  torch::Tensor embed_tokens_;   // [vocab, hidden]   model.embed_tokens.weight
+  std::vector<LayerWeights> layers_;
+  torch::Tensor final_norm_;     // [hidden]          model.norm.weight
+  torch::Tensor lm_head_;        // [vocab, hidden]   lm_head.weight (== embed_tokens_ when tied)
+  torch::Tensor inv_freq_;       // [head_dim/2] float32 RoPE inverse frequencies (buffer, not saved)
+};
+TORCH_MODULE(Transformer);
+
+/// RMSNorm as in HF LlamaRMSNorm: (x.float() * rsqrt(mean(x.float()^2, -1) + eps)).to(x.dtype) * weight.
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
+/// RoPE inverse frequencies [head_dim/2] float32: theta^(-2i/d), i = 0..d/2-1 (HF
+/// _compute_default_rope_parameters), then llama3 scaling if configured (HF _compute_llama3_parameters).
+torch::Tensor rope_inv_freq(const ModelConfig& config);
+
+/// Applies rotate-half RoPE to x [B, H, T, D] at positions [B, T] (int64):
+/// x*cos + rotate_half(x)*sin with angles positions * inv_freq (fp32) duplicated to D, cast to x's dtype.
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& positions, const torch::Tensor& inv_freq);
+
+/// The trainer's and the sampler's logprob, one definition so on-policy TIS ratios are exactly 1:
+/// log_softmax(logits.float() / temperature, -1) gathered at targets.
+/// logits [N, V] (any float dtype), targets [N] int64 -> [N] float32. temperature > 0.
+torch::Tensor token_logprobs(const torch::Tensor& logits, const torch::Tensor& targets, double temperature);
+
+/// Entropy (nats) of softmax(logits.float() / temperature): [N, V] -> [N] float32.
+torch::Tensor token_entropy(const torch::Tensor& logits, double temperature);
+
+}  // namespace spade::policy

@@ -1,0 +1,53 @@
+// Multi-turn agent episodes: the policy plays environments in the sandbox, token-in/token-out.
+// Many episodes advance together: each turn, the histories of all live episodes are decoded in
+// one batched generate() call, then every environment is stepped. Not thread-safe.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envsandbox/game.h"
+#include "rollout/policy_ref.h"
+#include "rollout/sample.h"
+#include "rollout/sampler.h"
+
+namespace spade::rollout {
+
+/// One episode to play.
+struct EpisodeSpec {
+  std::string env_id;
+  std::string skill;
+  std::string source;              // the environment program
+  std::optional<int64_t> seed;     // reset seed (nullopt: the environment's default)
+  std::string hint;                // "" for a no-hint play
+};
+
+struct EpisodeResult {
+  Sample sample;        // role Agent; tokens of the whole episode, loss mask 1 on sampled tokens
+  double reward = 0;    // episode reward (reference §3): clamp(last, -1, 1) if terminated, else 0
+  bool terminated = false;
+  bool truncated = false;
+  int turns = 0;
+  std::string failure;  // "" or why the environment failed (load/reset/step reason id)
+  std::vector<std::string> actions;  // parsed actions sent to step(), for logs
+};
+
+struct EpisodeOptions {
+  SamplingParams sampling;    // per-turn sampling; max_new_tokens is the per-turn cap
+  int max_turns = 25;         // reference §3: 25 turns
+  int context_tokens = 32768; // reference §5: context 32768
+  int reserve_tokens = 64;    // reference §3: max_new = min(cap, context_left - 64); stop when <= 64 left
+  int max_batch = 64;
+  int max_turns_cap = 25;     // passed to the environment constructor (min(class default, cap))
+};
+
+/// Plays every spec once. Environments that fail to load or reset produce a result with
+/// `failure` set and an empty sample. Reference §3 rules: a response without EOS ends the episode
+/// as truncated without stepping; full context ends it; turn limit ends it as truncated.
+/// `seed` makes sampling reproducible.
+std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer& server,
+                                         const std::vector<EpisodeSpec>& specs,
+                                         const EpisodeOptions& options, uint64_t seed);
+
+}  // namespace spade::rollout

@@ -1,0 +1,51 @@
+// Prompt texts of the two roles (SPADE paper §3: one policy, role-specific system prompts).
+// Templates are data: each function documents the reference behaviour it follows. Torch-free.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace spade::rollout {
+
+/// A game skill (SPADE paper §5, games setting; reference §6). `slug` names the seed folder.
+struct Skill {
+  std::string slug;
+  std::string name;
+  std::string description;
+};
+
+/// The six game skills in the paper's order: Mathematical Reasoning, Logical Deduction, Spatial
+/// Reasoning, Pattern Recognition, Optimization, Causal Inference.
+const std::vector<Skill>& game_skills();
+
+/// Finds a skill by slug or display name; throws spade::Error listing the valid names.
+const Skill& find_skill(const std::string& slug_or_name);
+
+/// Active skills at rollout t (reference §1): epoch = floor(t/k), start = (3*epoch) mod 6,
+/// window of `count` consecutive skills (wrapping). Returns indices into game_skills().
+std::vector<int> active_skills(int64_t t, int k, int count);
+
+/// System prompts of the two roles.
+std::string designer_system_prompt();
+std::string agent_system_prompt();
+
+/// An environment from memory shown to the designer (reference §6).
+struct ReferenceEnv {
+  std::string code;    // first 2000 characters of the program
+  bool negative = false;  // true: "avoid" example (too easy or too hard)
+  std::string why;     // for negatives: "too easy" / "too hard"
+};
+
+/// Designer user prompt: skill, corpus document, the environment contract, memory references
+/// (positives "create a DIFFERENT game", one negative "avoid"), answer in one ```python block.
+std::string designer_user_prompt(const Skill& skill, const std::string& document,
+                                 const std::vector<ReferenceEnv>& references, int max_turns);
+
+/// Hint-writer prompt (paper §4.2 "Hint generation"; Appendix: the hint writer sees the code, the
+/// agent never does): key insight or strategy and the answer format, never the exact answer.
+std::string hint_user_prompt(const std::string& code);
+
+/// First agent turn (reference §3): fixed instruction, "Observation: {obs}", then the boxed-answer
+/// instruction. With a hint, "\n\nHINT: {hint}" is appended to the observation (reference §5).
+std::string agent_first_turn(const std::string& observation, const std::string& hint = "");
+
+}  // namespace spade::rollout

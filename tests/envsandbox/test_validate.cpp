@@ -1,0 +1,143 @@
+// Gate 1 (spade-reference.md §4 smoke test) on good and bad programs. Each bad program is followed by
+// the good one on the same server, which must still be admitted.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "envsandbox/validate.h"
+#include "test_util.h"
+
+namespace spade::envsandbox {
+namespace {
+
+using testing::program;
+using testing::shared_server;
+
+// Validates `name`, then checks that the same server still admits the good program.
+ValidationReport validate_then_recover(const std::string& name) {
+  ValidationReport report = validate_game(shared_server(), program(name));
+  ValidationReport good = validate_game(shared_server(), program("good_guess.py"));
+  EXPECT_TRUE(good.admitted) << "after " << name << ": " << good.to_json().dump(2);
+  return report;
+}
+
+TEST(Validate, AdmitsAGoodProgram) {
+  ValidationReport r = validate_game(shared_server(), program("good_guess.py"));
+  EXPECT_TRUE(r.admitted) << r.to_json().dump(2);
+  EXPECT_EQ(r.reason, "ok");
+  EXPECT_EQ(r.class_name, "GuessNumberEnv");
+  EXPECT_EQ(r.max_turns, 25);  // min(30, 25), reference §2
+  std::vector<std::string> gates;
+  for (const GateResult& g : r.gates) {
+    gates.push_back(g.gate);
+    EXPECT_EQ(g.verdict, "pass");
+  }
+  EXPECT_EQ(gates, (std::vector<std::string>{"load", "interface", "reset_seed_42", "step_probes",
+                                             "reset_seed_123", "lenient_play"}));
+  EXPECT_EQ(r.to_json()["admitted"], true);
+}
+
+TEST(Validate, SkipsBaseClassesAndCapsMaxTurns) {
+  ValidationReport r = validate_game(shared_server(), program("base_class.py"));
+  EXPECT_TRUE(r.admitted) << r.to_json().dump(2);
+  EXPECT_EQ(r.class_name, "MazeEnv");
+  EXPECT_EQ(r.max_turns, 25);
+}
+
+TEST(Validate, InfiniteLoopInResetIsTimeout) {
+  auto t0 = std::chrono::steady_clock::now();
+  ValidationReport r = validate_then_recover("loop_in_reset.py");
+  EXPECT_FALSE(r.admitted);
+  EXPECT_EQ(r.reason, "timeout") << r.detail;
+  EXPECT_EQ(r.gates.back().gate, "reset_seed_42");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);  // 2 s deadline + the recovery validation
+}
+
+TEST(Validate, HugeAllocationIsMemory) {
+  ValidationReport r = validate_then_recover("huge_alloc.py");
+  EXPECT_EQ(r.reason, "memory") << r.detail;
+}
+
+TEST(Validate, OsExitInStepIsExited) {
+  ValidationReport r = validate_then_recover("exit_in_step.py");
+  EXPECT_EQ(r.reason, "exited") << r.detail;
+  EXPECT_EQ(r.gates.back().gate, "step_probes");
+}
+
+TEST(Validate, SyntaxError) {
+  ValidationReport r = validate_then_recover("syntax_error.py");
+  EXPECT_EQ(r.reason, "syntax_error");
+  EXPECT_NE(r.detail.find("SyntaxError at line 3"), std::string::npos) << r.detail;
+}
+
+TEST(Validate, FourTupleIsWrongArity) {
+  ValidationReport r = validate_then_recover("step_four_tuple.py");
+  EXPECT_EQ(r.reason, "step_bad_arity");
+  EXPECT_NE(r.detail.find("tuple of 4 items"), std::string::npos) << r.detail;
+}
+
+TEST(Validate, NanRewardIsOutOfRange) {
+  // Reference §4: reward in [-10, 10]; sandbox-anchors.md: NaN/inf are errors.
+  ValidationReport r = validate_then_recover("nan_reward.py");
+  EXPECT_EQ(r.reason, "reward_out_of_range");
+  EXPECT_NE(r.detail.find("not finite"), std::string::npos) << r.detail;
+}
+
+TEST(Validate, StrTerminatedIsBadType) {
+  // Reference §4: strict bool flags.
+  ValidationReport r = validate_then_recover("str_terminated.py");
+  EXPECT_EQ(r.reason, "step_bad_type");
+  EXPECT_NE(r.detail.find("terminated is str 'False'"), std::string::npos) << r.detail;
+}
+
+TEST(Validate, NoisyForgerIsAdmittedWithCappedOutput) {
+  ValidationReport r = validate_then_recover("noisy_forger.py");
+  EXPECT_TRUE(r.admitted) << r.to_json().dump(2);
+  EXPECT_LE(r.output.size(), 65536u);  // SandboxOptions::max_output_bytes default
+  EXPECT_NE(r.output.find("xxxx"), std::string::npos);
+}
+
+TEST(Validate, MissingClassAndMissingStep) {
+  ValidationReport none = validate_game(shared_server(), "x = 1\n");
+  EXPECT_EQ(none.reason, "no_env_class");
+  ValidationReport no_step = validate_game(shared_server(), "class HalfEnv:\n    def reset(self, seed=None):\n"
+                                                            "        return 'a', {}\n");
+  EXPECT_EQ(no_step.reason, "missing_method");
+  EXPECT_NE(no_step.detail.find("step()"), std::string::npos) << no_step.detail;
+}
+
+TEST(Validate, ExceptionsAtEachStageHaveTheirReason) {
+  EXPECT_EQ(validate_game(shared_server(), "raise RuntimeError('boom')\n").reason, "load_exception");
+  EXPECT_EQ(validate_game(shared_server(), "class AEnv:\n    def __init__(self):\n        1/0\n").reason,
+            "init_exception");
+  ValidationReport step = validate_game(shared_server(), program("raises_in_step.py"));
+  EXPECT_EQ(step.reason, "step_exception");
+  EXPECT_NE(step.detail.find("ValueError: bad move \\boxed{1}"), std::string::npos) << step.detail;
+  ValidationReport bare = validate_game(shared_server(), "class BareEnv:\n    def reset(self, seed=None):\n"
+                                                         "        return 'obs'\n    def step(self, a):\n"
+                                                         "        return 'o', 0, False, False, {}\n");
+  EXPECT_EQ(bare.reason, "reset_bad_return");  // the gate wants (obs, info); only play tolerates a bare str
+  ValidationReport big = validate_game(shared_server(), "class BigEnv:\n    def reset(self, seed=None):\n"
+                                                        "        return 'obs', {}\n    def step(self, a):\n"
+                                                        "        return 'o', 11, False, False, {}\n");
+  EXPECT_EQ(big.reason, "reward_out_of_range");
+  ValidationReport boolean = validate_game(shared_server(), "class BoolEnv:\n    def reset(self, seed=None):\n"
+                                                            "        return 'obs', {}\n    def step(self, a):\n"
+                                                            "        return 'o', True, False, False, {}\n");
+  EXPECT_EQ(boolean.reason, "step_bad_type");  // bool is not a number here
+}
+
+TEST(Validate, ConcurrentValidationsOnOneServer) {
+  // EnvServer is documented thread-safe: validations from several threads share one zygote.
+  std::vector<int> admitted(4, 0);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      admitted[i] = validate_game(shared_server(), program(i % 2 ? "good_guess.py" : "base_class.py")).admitted;
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(admitted, (std::vector<int>{1, 1, 1, 1}));
+}
+
+}  // namespace
+}  // namespace spade::envsandbox

@@ -1,0 +1,205 @@
+// Sampler: greedy == argmax of a full forward; rollout logprobs == teacher-forced token_logprobs
+// (TIS ratio 1); top-k 1 == greedy; stop tokens; determinism; batching independence. Plus a disabled
+// throughput benchmark.
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <chrono>
+
+#include "common/error.h"
+#include "rollout/sampler.h"
+
+using namespace spade;
+using policy::ModelConfig;
+using policy::Transformer;
+using rollout::generate;
+using rollout::SamplingParams;
+
+namespace {
+
+struct TorchThreads : ::testing::Environment {
+  void SetUp() override { at::set_num_threads(2); }  // NOTES.md: default is 1 thread
+};
+::testing::Environment* const kThreads = ::testing::AddGlobalTestEnvironment(new TorchThreads);
+
+Transformer model(const std::string& type = "qwen3") {
+  ModelConfig c;
+  c.model_type = type;
+  c.vocab_size = 37; c.hidden_size = 32; c.intermediate_size = 48; c.num_hidden_layers = 2;
+  c.num_attention_heads = 4; c.num_key_value_heads = 2; c.head_dim = 8; c.rope_theta = 10000;
+  c.qk_norm = type == "qwen3"; c.attention_bias = type == "qwen2"; c.tie_word_embeddings = true;
+  Transformer m(c);
+  m->init_weights(11, 0.3);  // peaked enough that greedy paths are well separated
+  return m;
+}
+
+const std::vector<std::vector<int64_t>> kPrompts = {{1, 5, 9}, {2, 3, 4, 5, 6, 7, 8}, {30}, {12, 13, 14, 15}, {7, 7}};
+
+// Teacher-forced logits for prompt + tokens: [len(tokens), V], row i predicts tokens[i].
+torch::Tensor teacher_forced(Transformer& m, const std::vector<int64_t>& prompt, const std::vector<int64_t>& tokens) {
+  torch::NoGradGuard ng;
+  std::vector<int64_t> seq = prompt;
+  seq.insert(seq.end(), tokens.begin(), tokens.end());
+  const int64_t n = seq.size();
+  auto h = m->forward(torch::tensor(seq).view({1, n}), torch::arange(n).view({1, n}));
+  return m->lm_head(h[0]).narrow(0, prompt.size() - 1, tokens.size());
+}
+
+}  // namespace
+
+TEST(Sampler, GreedyEqualsArgmaxOfFullForward) {
+  Transformer m = model();
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_new_tokens = 12;
+  auto res = generate(m, kPrompts, p, /*seed=*/1, /*max_batch=*/2);  // 2 slots: exercises continuous batching
+  ASSERT_EQ(res.size(), kPrompts.size());
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    ASSERT_EQ(res[i].tokens.size(), 12u);
+    EXPECT_EQ(res[i].finish_reason, "length");
+    auto logits = teacher_forced(m, kPrompts[i], res[i].tokens);
+    auto am = logits.argmax(-1);
+    for (size_t t = 0; t < res[i].tokens.size(); ++t) EXPECT_EQ(res[i].tokens[t], am[t].item<int64_t>()) << i << "," << t;
+    // Greedy logprobs are at temperature 1.
+    auto lp = policy::token_logprobs(logits, torch::tensor(res[i].tokens), 1.0);
+    for (size_t t = 0; t < res[i].tokens.size(); ++t) EXPECT_NEAR(res[i].logprobs[t], lp[t].item<float>(), 1e-5);
+  }
+}
+
+TEST(Sampler, LogprobsMatchTeacherForcedSoTisRatioIsOne) {
+  for (std::string type : {"llama", "qwen2", "qwen3"}) {
+    Transformer m = model(type);
+    SamplingParams p;  // defaults: T 0.6, top-p 0.95, top-k 20 (SPADE reference §5)
+    p.max_new_tokens = 16;
+    auto res = generate(m, kPrompts, p, 42, /*max_batch=*/3);
+    for (size_t i = 0; i < kPrompts.size(); ++i) {
+      auto logits = teacher_forced(m, kPrompts[i], res[i].tokens);
+      // The trainer's recomputation: same function, same (unfiltered) temperature-scaled distribution.
+      auto lp = policy::token_logprobs(logits, torch::tensor(res[i].tokens), p.temperature);
+      for (size_t t = 0; t < res[i].tokens.size(); ++t) {
+        const double ratio = std::exp(lp[t].item<double>() - res[i].logprobs[t]);
+        EXPECT_NEAR(ratio, 1.0, 1e-5) << type << " prompt " << i << " token " << t;
+      }
+    }
+  }
+}
+
+TEST(Sampler, TopK1EqualsGreedyAndSeedsAreDeterministic) {
+  Transformer m = model();
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  greedy.max_new_tokens = 10;
+  SamplingParams k1 = greedy;
+  k1.temperature = 0.8;
+  k1.top_k = 1;
+  auto g = generate(m, kPrompts, greedy, 1);
+  auto a = generate(m, kPrompts, k1, 123);
+  for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(a[i].tokens, g[i].tokens);
+
+  SamplingParams s;
+  s.temperature = 1.0;
+  s.top_k = 0;
+  s.top_p = 1.0;
+  s.max_new_tokens = 10;
+  auto x = generate(m, kPrompts, s, 7), y = generate(m, kPrompts, s, 7), z = generate(m, kPrompts, s, 8);
+  bool any_diff = false;
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    EXPECT_EQ(x[i].tokens, y[i].tokens);
+    EXPECT_EQ(x[i].logprobs, y[i].logprobs);
+    any_diff |= x[i].tokens != z[i].tokens;
+  }
+  EXPECT_TRUE(any_diff);
+  // Each prompt has its own random stream: batching does not change what is sampled.
+  auto solo = generate(m, kPrompts, s, 7, /*max_batch=*/1);
+  for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(solo[i].tokens, x[i].tokens) << i;
+}
+
+TEST(Sampler, StopsOnStopTokenAndKeepsIt) {
+  Transformer m = model();
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_new_tokens = 12;
+  auto g = generate(m, kPrompts, p, 1);
+  // Use the 3rd greedy token of prompt 1 as the stop token: prompt 1 must stop right there.
+  const int64_t stop = g[1].tokens[2];
+  p.stop_token_ids = {stop};
+  auto s = generate(m, kPrompts, p, 1);
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    auto it = std::find(g[i].tokens.begin(), g[i].tokens.end(), stop);
+    if (it == g[i].tokens.end()) {
+      EXPECT_EQ(s[i].finish_reason, "length");
+      EXPECT_EQ(s[i].tokens, g[i].tokens);
+    } else {
+      EXPECT_EQ(s[i].finish_reason, "stop");
+      EXPECT_EQ(s[i].tokens, std::vector<int64_t>(g[i].tokens.begin(), it + 1));
+      EXPECT_EQ(s[i].tokens.back(), stop);
+      EXPECT_EQ(s[i].logprobs.size(), s[i].tokens.size());
+    }
+  }
+  EXPECT_EQ(s[1].tokens.size(), std::min<size_t>(3, s[1].tokens.size()));
+}
+
+TEST(Sampler, TopPAndMinPKeepOnlyLikelyTokens) {
+  Transformer m = model();
+  SamplingParams p;
+  p.temperature = 1.0;
+  p.top_k = 0;
+  p.top_p = 0.3;
+  p.max_new_tokens = 8;
+  auto r = generate(m, kPrompts, p, 5);
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    auto logits = teacher_forced(m, kPrompts[i], r[i].tokens);
+    auto probs = torch::softmax(logits, -1);
+    for (size_t t = 0; t < r[i].tokens.size(); ++t) {
+      // A token survives top-p only if the mass of strictly more likely tokens is < top_p.
+      auto pt = probs[t][r[i].tokens[t]].item<float>();
+      double before = probs[t].masked_select(probs[t] > pt).sum().item<double>();
+      EXPECT_LT(before, 0.3 + 1e-6);
+    }
+  }
+  p.top_p = 1.0;
+  p.min_p = 1.0;  // only the argmax survives -> greedy
+  SamplingParams g = p;
+  g.temperature = 0;
+  g.min_p = 0;
+  auto a = generate(m, kPrompts, p, 5), b = generate(m, kPrompts, g, 5);
+  for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(a[i].tokens, b[i].tokens);
+}
+
+TEST(Sampler, RejectsBadInput) {
+  Transformer m = model();
+  SamplingParams p;
+  EXPECT_THROW(generate(m, {{}}, p, 1), spade::Error);
+  p.top_p = 0;
+  EXPECT_THROW(generate(m, {{1}}, p, 1), spade::Error);
+  p = SamplingParams();
+  p.max_new_tokens = 0;
+  auto r = generate(m, {{1, 2}}, p, 1);
+  EXPECT_TRUE(r[0].tokens.empty());
+  EXPECT_EQ(r[0].finish_reason, "length");
+}
+
+// Throughput benchmark (--gtest_also_run_disabled_tests): ~3.4M-parameter model, 16 prompts of 64
+// tokens, 128 new tokens each, batch 16.
+TEST(Bench, DISABLED_GenerateBatch16) {
+  ModelConfig c;
+  c.model_type = "qwen3"; c.vocab_size = 4096; c.hidden_size = 256; c.intermediate_size = 512;
+  c.num_hidden_layers = 4; c.num_attention_heads = 4; c.num_key_value_heads = 2; c.head_dim = 64;
+  c.rope_theta = 1e6; c.tie_word_embeddings = true; c.qk_norm = true;
+  Transformer m(c);
+  m->init_weights(1);
+  std::vector<std::vector<int64_t>> prompts(16);
+  for (int i = 0; i < 16; ++i)
+    for (int t = 0; t < 64; ++t) prompts[i].push_back((i * 131 + t * 17) % c.vocab_size);
+  SamplingParams p;
+  p.max_new_tokens = 128;
+  generate(m, {prompts[0]}, p, 0);  // warm-up
+  auto t0 = std::chrono::steady_clock::now();
+  auto res = generate(m, prompts, p, 1, 16);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  size_t n = 0;
+  for (auto& r : res) n += r.tokens.size();
+  std::printf("params %lld, threads %d: generate %zu tokens in %.2f s = %.0f tokens/s (batch 16, prompt 64)\n",
+              (long long)c.num_parameters(), at::get_num_threads(), n, s, n / s);
+}

@@ -1,0 +1,64 @@
+// Run configs: defaults, unknown keys, type errors, --set, resolved round trip (DESIGN.md, Contracts).
+#include <gtest/gtest.h>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "trainer/config.h"
+
+using namespace spade;
+using namespace spade::trainer;
+
+TEST(Config, DefaultsAreThePaperSettings) {
+  Config c = parse_config("", "empty.yaml");
+  // reference/spade-reference.md §5 table (games) and common settings.
+  EXPECT_EQ(c.selfplay.k, 4);
+  EXPECT_EQ(c.selfplay.envs_per_regen, 24);
+  EXPECT_EQ(c.selfplay.plays_per_env, 8);
+  EXPECT_EQ(c.selfplay.hint_plays, 16);
+  EXPECT_DOUBLE_EQ(c.loss.eps_low, 0.2);
+  EXPECT_DOUBLE_EQ(c.loss.eps_high, 0.28);
+  EXPECT_DOUBLE_EQ(c.loss.tis_cap, 2.0);
+  EXPECT_DOUBLE_EQ(c.optim.lr, 1e-6);
+  EXPECT_DOUBLE_EQ(c.optim.beta2, 0.98);
+  EXPECT_DOUBLE_EQ(c.reward.w_regret, 0.4);
+  EXPECT_DOUBLE_EQ(c.selfplay.hint.temperature, 0.3);
+}
+
+TEST(Config, UnknownKeyNamesKeyAndFile) {
+  try {
+    parse_config("selfplay:\n  stepz: 3\n", "my.yaml");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("my.yaml"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("selfplay.stepz"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(parse_config("nosection: 1\n", "x.yaml"), Error);
+  EXPECT_THROW(parse_config("selfplay: 3\n", "x.yaml"), Error);  // a section given a scalar
+}
+
+TEST(Config, WrongTypeAndBadYaml) {
+  EXPECT_THROW(parse_config("selfplay:\n  steps: many\n", "x.yaml"), Error);
+  EXPECT_THROW(parse_config("selfplay: [1, 2\n", "x.yaml"), Error);
+  EXPECT_THROW(parse_config("selfplay:\n  k: 0\n", "x.yaml"), Error);  // range check
+}
+
+TEST(Config, OverridesAndRoundTrip) {
+  Config c = parse_config("selfplay:\n  steps: 3\n", "x.yaml",
+                          {"selfplay.steps=5", "selfplay.agent.temperature=0.9", "corpus.build_from=[a, b]"});
+  EXPECT_EQ(c.selfplay.steps, 5);
+  EXPECT_DOUBLE_EQ(c.selfplay.agent.temperature, 0.9);
+  EXPECT_EQ(c.corpus.build_from, (std::vector<std::string>{"a", "b"}));
+  EXPECT_THROW(parse_config("", "x.yaml", {"selfplay.nope=1"}), Error);
+  EXPECT_THROW(parse_config("", "x.yaml", {"selfplay.steps"}), Error);
+
+  Config again = parse_config(to_yaml(c), "resolved.yaml");
+  EXPECT_EQ(to_yaml(again), to_yaml(c));
+  EXPECT_EQ(again.selfplay.steps, 5);
+  EXPECT_EQ(again.corpus.build_from, c.corpus.build_from);
+}
+
+TEST(Config, ShippedConfigsLoad) {
+  Config tiny = load_config(std::string(SPADE_SOURCE_DIR) + "/configs/games-tiny.yaml");
+  EXPECT_GE(tiny.selfplay.steps, 8);  // issue 2: N >= 8 in the default
+}

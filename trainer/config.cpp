@@ -1,0 +1,253 @@
+#include "trainer/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+
+namespace spade::trainer {
+
+namespace {
+
+// The single list of configurable fields: key path -> member. Used for loading, --set and saving.
+template <class F>
+void visit_fields(Config& c, F&& f) {
+  f("run.name", c.run.name);
+  f("run.out_dir", c.run.out_dir);
+  f("run.seed", c.run.seed);
+  f("run.threads", c.run.threads);
+  f("corpus.path", c.corpus.path);
+  f("corpus.build_from", c.corpus.build_from);
+  f("corpus.max_words", c.corpus.max_words);
+  f("corpus.min_words", c.corpus.min_words);
+  f("corpus.sample_seed", c.corpus.sample_seed);
+  f("tokenizer.path", c.tokenizer.path);
+  f("tokenizer.vocab_size", c.tokenizer.vocab_size);
+  f("model.init_checkpoint", c.model.init_checkpoint);
+  f("model.hidden_size", c.model.hidden_size);
+  f("model.intermediate_size", c.model.intermediate_size);
+  f("model.num_hidden_layers", c.model.num_hidden_layers);
+  f("model.num_attention_heads", c.model.num_attention_heads);
+  f("model.num_key_value_heads", c.model.num_key_value_heads);
+  f("model.max_position_embeddings", c.model.max_position_embeddings);
+  f("model.rope_theta", c.model.rope_theta);
+  f("model.rms_norm_eps", c.model.rms_norm_eps);
+  f("model.tie_word_embeddings", c.model.tie_word_embeddings);
+  f("model.init_std", c.model.init_std);
+  f("seed_envs.dir", c.seed_envs.dir);
+  f("warm_start.enabled", c.warm_start.enabled);
+  f("warm_start.max_seconds", c.warm_start.max_seconds);
+  f("warm_start.max_steps", c.warm_start.max_steps);
+  f("warm_start.lr", c.warm_start.lr);
+  f("warm_start.warmup_steps", c.warm_start.warmup_steps);
+  f("warm_start.batch_tokens", c.warm_start.batch_tokens);
+  f("warm_start.designer_fraction", c.warm_start.designer_fraction);
+  f("warm_start.demos_per_env", c.warm_start.demos_per_env);
+  f("selfplay.steps", c.selfplay.steps);
+  f("selfplay.k", c.selfplay.k);
+  f("selfplay.envs_per_regen", c.selfplay.envs_per_regen);
+  f("selfplay.skills_per_regen", c.selfplay.skills_per_regen);
+  f("selfplay.plays_per_env", c.selfplay.plays_per_env);
+  f("selfplay.hint_plays", c.selfplay.hint_plays);
+  f("selfplay.max_attempts", c.selfplay.max_attempts);
+  f("selfplay.max_turns", c.selfplay.max_turns);
+  f("selfplay.context_tokens", c.selfplay.context_tokens);
+  f("selfplay.hint_max_tokens", c.selfplay.hint_max_tokens);
+  f("selfplay.max_batch", c.selfplay.max_batch);
+  for (auto [name, s] : {std::pair<const char*, SamplingYaml*>{"designer", &c.selfplay.designer},
+                         {"agent", &c.selfplay.agent},
+                         {"hint", &c.selfplay.hint}}) {
+    const std::string p = std::string("selfplay.") + name + ".";
+    f(p + "temperature", s->temperature);
+    f(p + "top_p", s->top_p);
+    f(p + "top_k", s->top_k);
+    f(p + "min_p", s->min_p);
+    f(p + "max_new_tokens", s->max_new_tokens);
+  }
+  f("reward.designer_reward", c.reward.designer_reward);
+  f("reward.regret_scale", c.reward.regret_scale);
+  f("reward.plateau_low", c.reward.plateau_low);
+  f("reward.plateau_high", c.reward.plateau_high);
+  f("reward.plateau_ramp", c.reward.plateau_ramp);
+  f("reward.w_regret", c.reward.w_regret);
+  f("reward.w_anchor", c.reward.w_anchor);
+  f("reward.actor_std_eps", c.reward.actor_std_eps);
+  f("reward.designer_scale_cap", c.reward.designer_scale_cap);
+  f("reward.ema_fast", c.reward.ema_fast);
+  f("reward.ema_slow", c.reward.ema_slow);
+  f("loss.eps_low", c.loss.eps_low);
+  f("loss.eps_high", c.loss.eps_high);
+  f("loss.dual_clip_c", c.loss.dual_clip_c);
+  f("loss.agg_mode", c.loss.agg_mode);
+  f("loss.tis", c.loss.tis);
+  f("loss.tis_cap", c.loss.tis_cap);
+  f("loss.tis_low", c.loss.tis_low);
+  f("loss.entropy_coef", c.loss.entropy_coef);
+  f("loss.kl_coef", c.loss.kl_coef);
+  f("optim.lr", c.optim.lr);
+  f("optim.weight_decay", c.optim.weight_decay);
+  f("optim.beta1", c.optim.beta1);
+  f("optim.beta2", c.optim.beta2);
+  f("optim.adam_eps", c.optim.adam_eps);
+  f("optim.grad_clip", c.optim.grad_clip);
+  f("optim.micro_batch_tokens", c.optim.micro_batch_tokens);
+  f("sandbox.load_timeout_s", c.sandbox.load_timeout_s);
+  f("sandbox.call_timeout_s", c.sandbox.call_timeout_s);
+  f("sandbox.episode_timeout_s", c.sandbox.episode_timeout_s);
+  f("sandbox.memory_limit_mb", c.sandbox.memory_limit_mb);
+  f("sandbox.cpu_limit_s", c.sandbox.cpu_limit_s);
+  f("memory.size", c.memory.size);
+  f("memory.positive_seeds", c.memory.positive_seeds);
+  f("memory.band_low", c.memory.band_low);
+  f("memory.band_high", c.memory.band_high);
+  f("memory.enabled", c.memory.enabled);
+  f("checkpoint.every", c.checkpoint.every);
+  f("checkpoint.keep_last", c.checkpoint.keep_last);
+  f("checkpoint.dtype", c.checkpoint.dtype);
+}
+
+using Setter = std::function<void(const YAML::Node&, const std::string& where)>;
+
+template <class T>
+Setter make_setter(T& field, const std::string& key) {
+  return [&field, key](const YAML::Node& node, const std::string& where) {
+    try {
+      if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+        if (node.IsNull()) { field.clear(); return; }
+        if (!node.IsSequence()) throw YAML::Exception(node.Mark(), "expected a list");
+      } else {
+        if (!node.IsScalar()) throw YAML::Exception(node.Mark(), "expected a single value");
+      }
+      field = node.as<T>();
+    } catch (const YAML::Exception& e) {
+      throw Error(where + ": key '" + key + "' has a value of the wrong type (" + e.msg + ")");
+    }
+  };
+}
+
+std::map<std::string, Setter> setters(Config& c) {
+  std::map<std::string, Setter> out;
+  visit_fields(c, [&](const std::string& key, auto& field) { out[key] = make_setter(field, key); });
+  return out;
+}
+
+void apply_node(const YAML::Node& node, const std::string& prefix, std::map<std::string, Setter>& set,
+                const std::string& where) {
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = prefix.empty() ? it->first.as<std::string>()
+                                           : prefix + "." + it->first.as<std::string>();
+    const YAML::Node& value = it->second;
+    auto found = set.find(key);
+    if (found != set.end()) {
+      found->second(value, where);
+      continue;
+    }
+    if (value.IsMap()) {
+      bool is_section = false;
+      for (auto& [k, _] : set) is_section |= k.rfind(key + ".", 0) == 0;
+      if (is_section) {
+        apply_node(value, key, set, where);
+        continue;
+      }
+    }
+    throw Error(where + ": unknown key '" + key + "' (see `spade config defaults` for valid keys)");
+  }
+}
+
+void apply_overrides(const std::vector<std::string>& overrides, std::map<std::string, Setter>& set) {
+  for (const std::string& o : overrides) {
+    size_t eq = o.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw Error("--set " + o + ": expected KEY=VALUE, e.g. --set selfplay.steps=8");
+    const std::string key = o.substr(0, eq);
+    auto found = set.find(key);
+    if (found == set.end()) throw Error("--set " + o + ": unknown key '" + key + "'");
+    YAML::Node value;
+    try {
+      value = YAML::Load(o.substr(eq + 1));
+    } catch (const YAML::Exception& e) {
+      throw Error("--set " + o + ": cannot parse value: " + e.msg);
+    }
+    found->second(value, "--set " + o);
+  }
+}
+
+}  // namespace
+
+Config parse_config(const std::string& yaml_text, const std::string& source_name,
+                    const std::vector<std::string>& overrides) {
+  Config config;
+  auto set = setters(config);
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw Error(source_name + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
+  }
+  if (root && !root.IsNull()) {
+    if (!root.IsMap()) throw Error(source_name + ": the top level must be a mapping of sections");
+    apply_node(root, "", set, source_name);
+  }
+  apply_overrides(overrides, set);
+  validate(config);
+  return config;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  return parse_config(read_file(path), path, overrides);
+}
+
+std::string to_yaml(const Config& config) {
+  Config& c = const_cast<Config&>(config);  // visit_fields only reads here
+  YAML::Node root(YAML::NodeType::Map);
+  visit_fields(c, [&](const std::string& key, auto& field) {
+    std::vector<std::string> parts;
+    std::stringstream ss(key);
+    for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
+    // yaml-cpp nodes are handles: `a = b` copies the value, reset() rebinds the handle.
+    YAML::Node node;
+    node.reset(root);
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      YAML::Node child = node[parts[i]];
+      node.reset(child);
+    }
+    node[parts.back()] = field;
+  });
+  YAML::Emitter out;
+  out.SetDoublePrecision(17);
+  out << root;
+  return std::string(out.c_str()) + "\n";
+}
+
+void validate(const Config& c) {
+  auto require = [](bool ok, const std::string& key, const std::string& rule) {
+    if (!ok) throw Error("config: " + key + " must be " + rule);
+  };
+  require(c.selfplay.k >= 1, "selfplay.k", ">= 1");
+  require(c.selfplay.steps >= 0, "selfplay.steps", ">= 0");
+  require(c.selfplay.envs_per_regen >= 1, "selfplay.envs_per_regen", ">= 1");
+  require(c.selfplay.skills_per_regen >= 1 && c.selfplay.skills_per_regen <= 6,
+          "selfplay.skills_per_regen", "in [1, 6]");
+  require(c.selfplay.plays_per_env >= 1, "selfplay.plays_per_env", ">= 1");
+  require(c.selfplay.hint_plays >= 0, "selfplay.hint_plays", ">= 0");
+  require(c.selfplay.max_attempts >= 1, "selfplay.max_attempts", ">= 1");
+  require(c.selfplay.max_turns >= 1, "selfplay.max_turns", ">= 1");
+  require(c.tokenizer.vocab_size >= 256, "tokenizer.vocab_size", ">= 256");
+  require(c.model.num_attention_heads % c.model.num_key_value_heads == 0,
+          "model.num_attention_heads", "a multiple of model.num_key_value_heads");
+  require(c.model.hidden_size % c.model.num_attention_heads == 0, "model.hidden_size",
+          "a multiple of model.num_attention_heads");
+  require(c.optim.micro_batch_tokens >= 64, "optim.micro_batch_tokens", ">= 64");
+  require(c.checkpoint.dtype == "fp32" || c.checkpoint.dtype == "bf16", "checkpoint.dtype",
+          "fp32 or bf16");
+  require(c.reward.regret_scale > 0, "reward.regret_scale", "> 0");
+  require(c.corpus.max_words >= 1, "corpus.max_words", ">= 1");
+  // A KL penalty needs a frozen reference policy, which this trainer does not load yet.
+  require(c.loss.kl_coef == 0.0, "loss.kl_coef", "0 (a reference-policy KL penalty is not supported yet)");
+}
+
+}  // namespace spade::trainer

@@ -1,0 +1,165 @@
+// Run configuration: one struct tree, its defaults in the member initialisers (each with its source),
+// loaded from YAML with unknown keys rejected, overridden with --set a.b=value, saved resolved.
+// Defaults are the paper-scale values of reference/spade-reference.md §5 where one exists;
+// configs/games-tiny.yaml scales them down for a 2-core CPU.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace spade::trainer {
+
+struct RunConfig {
+  std::string name = "spade";     // run directory name under out_dir
+  std::string out_dir = "runs";
+  uint64_t seed = 1234;
+  int threads = 0;                // intra-op threads; 0 = all cores
+};
+
+struct CorpusConfig {
+  std::string path;                         // JSONL corpus; "" -> built into the run dir from build_from
+  std::vector<std::string> build_from;      // files/dirs; empty -> Python stdlib (+ sympy if installed)
+  int max_words = 6000;                     // word cap per document (reference §5 table: games 6000)
+  int min_words = 20;                       // shorter documents are skipped as empty
+  uint64_t sample_seed = 42;                // uniform sampling seed (reference §6)
+};
+
+struct TokenizerConfig {
+  std::string path;         // existing tokenizer.model; "" -> train one on corpus + seed environments
+  int vocab_size = 6000;    // issue 2: "vocab ~4-8k"
+};
+
+struct ModelConfigYaml {
+  std::string init_checkpoint;       // HF directory to start from; "" -> random init with the shape below
+  int hidden_size = 256;
+  int intermediate_size = 688;
+  int num_hidden_layers = 4;
+  int num_attention_heads = 4;
+  int num_key_value_heads = 2;
+  int max_position_embeddings = 2048;
+  double rope_theta = 10000.0;
+  double rms_norm_eps = 1e-5;
+  bool tie_word_embeddings = true;
+  double init_std = 0.02;
+};
+
+struct SeedEnvConfig {
+  std::string dir = "data/seed_envs";   // <skill>/<name>.py
+};
+
+struct WarmStartConfig {
+  bool enabled = true;
+  double max_seconds = 240;       // time box (issue 2: "Time-boxed by config")
+  int max_steps = 100000;
+  double lr = 2e-3;
+  double warmup_steps = 20;
+  int batch_tokens = 4096;        // tokens per optimizer step
+  double designer_fraction = 0.5; // share of designer examples in the mixture (rest: agent demos)
+  int demos_per_env = 4;          // agent demonstrations per seed environment (seeds 0..n-1)
+};
+
+struct SamplingYaml {
+  double temperature = 0.6;   // reference §5: temperature 0.6, top-p 0.95, top-k 20
+  double top_p = 0.95;
+  int top_k = 20;
+  double min_p = 0.0;
+  int max_new_tokens = 8192;
+};
+
+struct SelfPlayConfig {
+  int steps = 400;                 // rollouts (reference §5 table)
+  int k = 4;                       // regenerate every k steps; designer update delayed by k
+  int envs_per_regen = 24;         // environments per regeneration
+  int skills_per_regen = 3;        // active skills (3 of 6, rotating)
+  int plays_per_env = 8;           // no-hint plays per environment per step (G)
+  int hint_plays = 16;             // hinted plays per environment at regeneration
+  int max_attempts = 5;            // designer generation attempts per environment (reference §4)
+  int max_turns = 25;              // turn cap per episode (reference §3)
+  int context_tokens = 32768;      // per-episode context (reference §5)
+  int hint_max_tokens = 4096;
+  SamplingYaml designer{0.6, 0.95, 20, 0.0, 16384};
+  SamplingYaml agent{0.6, 0.95, 20, 0.0, 8192};
+  SamplingYaml hint{0.3, 0.95, 20, 0.0, 4096};   // reference §5: hint/validator temperature 0.3
+  int max_batch = 64;              // sequences decoded together
+};
+
+struct RewardYaml {
+  std::string designer_reward = "blend";   // blend | regret_based | learning_potential | solve_rate
+  double regret_scale = 0.15;      // regret_n = clip(regret / 0.15, 0, 1) (reference §5)
+  double plateau_low = 0.4, plateau_high = 0.6, plateau_ramp = 0.25;
+  double w_regret = 0.4, w_anchor = 0.6;   // blend weights
+  double actor_std_eps = 1e-8;     // actor z-score epsilon (reference §5)
+  double designer_scale_cap = 50;  // S = min(N_actor / N_env * k, 50)
+  double ema_fast = 0.98, ema_slow = 0.85;
+};
+
+struct LossYaml {
+  double eps_low = 0.2, eps_high = 0.28;   // reference §5
+  double dual_clip_c = 0.0;                // 0 = off
+  std::string agg_mode = "seq_mean_token_mean";  // slime default; token_mean | seq_mean_token_sum | dr_grpo
+  bool tis = true;
+  double tis_cap = 2.0, tis_low = 0.0;     // reference §5
+  double entropy_coef = 0.0, kl_coef = 0.0;
+};
+
+struct OptimConfig {
+  double lr = 1e-6;                 // reference §5: Adam lr 1e-6 constant
+  double weight_decay = 0.1;
+  double beta1 = 0.9, beta2 = 0.98;
+  double adam_eps = 1e-8;
+  double grad_clip = 1.0;           // trainer-anchors §4 defaults
+  int micro_batch_tokens = 8192;    // token budget per micro-batch (gradient accumulation)
+};
+
+struct SandboxYaml {
+  double load_timeout_s = 30, call_timeout_s = 30;   // reference §4: env step/load 30 s
+  double episode_timeout_s = 300;                     // one play 300 s
+  int memory_limit_mb = 1024;
+  int cpu_limit_s = 60;
+};
+
+struct MemoryYaml {
+  int size = 200;            // FIFO capacity (reference §6)
+  int positive_seeds = 2;    // reference environments shown per designer prompt
+  double band_low = 0.15, band_high = 0.85;
+  bool enabled = true;
+};
+
+struct CheckpointYaml {
+  int every = 16;        // reference §5: checkpoint every 16 rollouts
+  int keep_last = 2;
+  std::string dtype = "fp32";   // fp32 | bf16
+};
+
+struct Config {
+  RunConfig run;
+  CorpusConfig corpus;
+  TokenizerConfig tokenizer;
+  ModelConfigYaml model;
+  SeedEnvConfig seed_envs;
+  WarmStartConfig warm_start;
+  SelfPlayConfig selfplay;
+  RewardYaml reward;
+  LossYaml loss;
+  OptimConfig optim;
+  SandboxYaml sandbox;
+  MemoryYaml memory;
+  CheckpointYaml checkpoint;
+};
+
+/// Loads `path` (YAML) over the defaults. Throws spade::Error naming the file and key for an
+/// unknown key, a wrong type, or unparseable YAML. `overrides` are "a.b=value" strings (--set),
+/// applied after the file; an unknown key there is an error too.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// Same, from YAML text (`source_name` is used in error messages).
+Config parse_config(const std::string& yaml_text, const std::string& source_name,
+                    const std::vector<std::string>& overrides = {});
+
+/// The resolved config as YAML (every key, defaults included); parse_config(to_yaml(c)) == c.
+std::string to_yaml(const Config& config);
+
+/// Checks value ranges (k >= 1, plays >= 1, ...). Throws spade::Error naming the key.
+void validate(const Config& config);
+
+}  // namespace spade::trainer

@@ -1,0 +1,35 @@
+#include "trainer/config_bridge.h"
+
+namespace spade::trainer {
+
+PolicyLossConfig loss_config(const LossYaml& l) {
+  PolicyLossConfig c;
+  c.eps_low = l.eps_low;
+  c.eps_high = l.eps_high;
+  if (l.dual_clip_c > 0) c.dual_clip_c = l.dual_clip_c;
+  c.agg_mode = parse_agg_mode(l.agg_mode);
+  c.tis = l.tis;
+  c.tis_cap = l.tis_cap;
+  c.tis_low = l.tis_low;
+  c.entropy_coef = l.entropy_coef;
+  c.kl_coef = l.kl_coef;
+  return c;
+}
+
+reward::BlendConfig blend_config(const RewardYaml& r) {
+  reward::BlendConfig b;
+  b.regret_weight = r.w_regret;
+  b.plateau_weight = r.w_anchor;
+  b.regret_scale = r.regret_scale;
+  b.plateau = {r.plateau_low, r.plateau_high, r.plateau_ramp};
+  return b;
+}
+
+reward::DesignerRewardConfig designer_reward_config(const RewardYaml& r) {
+  reward::DesignerRewardConfig c;
+  c.variant = reward::parse_designer_reward(r.designer_reward);
+  c.blend = blend_config(r);
+  return c;
+}
+
+}  // namespace spade::trainer

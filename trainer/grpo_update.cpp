@@ -1,0 +1,130 @@
+#include "trainer/grpo_update.h"
+
+#include <chrono>
+
+namespace spade::trainer {
+
+std::vector<PackedBatch> pack_micro_batches(const std::vector<const rollout::Sample*>& samples,
+                                            int token_budget) {
+  std::vector<std::vector<const rollout::Sample*>> groups;
+  std::vector<const rollout::Sample*> current;
+  size_t current_max = 0;
+  for (const rollout::Sample* s : samples) {
+    const size_t len = s->tokens.size() - 1;
+    const size_t new_max = std::max(current_max, len);
+    if (!current.empty() && new_max * (current.size() + 1) > static_cast<size_t>(token_budget)) {
+      groups.push_back(std::move(current));
+      current.clear();
+      current_max = 0;
+    }
+    current.push_back(s);
+    current_max = std::max(current_max, len);
+  }
+  if (!current.empty()) groups.push_back(std::move(current));
+
+  std::vector<PackedBatch> out;
+  for (const auto& g : groups) {
+    int64_t T = 0;
+    for (const rollout::Sample* s : g) T = std::max<int64_t>(T, s->tokens.size() - 1);
+    const int64_t B = g.size();
+    PackedBatch b;
+    b.input_ids = torch::zeros({B, T}, torch::kLong);
+    b.targets = torch::zeros({B, T}, torch::kLong);
+    b.loss_mask = torch::zeros({B, T}, torch::kFloat);
+    b.rollout_logp = torch::zeros({B, T}, torch::kFloat);
+    b.advantages = torch::zeros({B, T}, torch::kFloat);
+    b.temperature = torch::ones({B}, torch::kFloat);
+    auto ids = b.input_ids.accessor<int64_t, 2>();
+    auto tg = b.targets.accessor<int64_t, 2>();
+    auto mk = b.loss_mask.accessor<float, 2>();
+    auto lp = b.rollout_logp.accessor<float, 2>();
+    auto adv = b.advantages.accessor<float, 2>();
+    for (int64_t i = 0; i < B; ++i) {
+      const rollout::Sample& s = *g[i];
+      const int64_t n = s.tokens.size() - 1;
+      for (int64_t t = 0; t < n; ++t) {
+        ids[i][t] = s.tokens[t];
+        tg[i][t] = s.tokens[t + 1];
+        mk[i][t] = s.loss_mask[t + 1];
+        lp[i][t] = s.rollout_logprobs[t + 1];
+        adv[i][t] = static_cast<float>(s.advantage);
+      }
+      b.temperature[i] = static_cast<float>(s.temperature);
+    }
+    b.positions = torch::arange(T, torch::kLong).unsqueeze(0).expand({B, T}).contiguous();
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+std::pair<torch::Tensor, torch::Tensor> sequence_logprobs(policy::Transformer& model,
+                                                          const PackedBatch& batch, bool with_entropy) {
+  torch::Tensor hidden = model->forward(batch.input_ids, batch.positions);
+  torch::Tensor logits = model->lm_head(hidden);  // [B,T,V] float32
+  const int64_t B = logits.size(0), T = logits.size(1), V = logits.size(2);
+  // Row temperatures: dividing by a broadcast tensor is the same elementwise op as the sampler's
+  // scalar division, so policy::token_logprobs at temperature 1 gives the identical definition.
+  torch::Tensor scaled = logits / batch.temperature.view({B, 1, 1});
+  torch::Tensor flat = scaled.reshape({B * T, V});
+  torch::Tensor logp = policy::token_logprobs(flat, batch.targets.reshape({B * T}), 1.0).view({B, T});
+  torch::Tensor entropy;
+  if (with_entropy) entropy = policy::token_entropy(flat, 1.0).view({B, T});
+  return {logp, entropy};
+}
+
+UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& optimizer,
+                        const std::vector<rollout::Sample>& samples, const UpdateOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  UpdateStats stats;
+  std::vector<const rollout::Sample*> trainable;
+  for (const rollout::Sample& s : samples)
+    if (s.tokens.size() >= 2 && s.num_trainable() > 0) trainable.push_back(&s);
+  if (trainable.empty()) return stats;
+
+  std::vector<PackedBatch> batches = pack_micro_batches(trainable, options.micro_batch_tokens);
+  std::vector<torch::Tensor> masks;
+  for (const PackedBatch& b : batches) masks.push_back(b.loss_mask);
+  const double normaliser = global_normaliser(options.loss.agg_mode, masks, options.loss.max_len);
+
+  model->train();
+  optimizer.zero_grad();
+  double clip_tokens = 0, kl_tokens = 0, tis_tokens = 0, tis_clip_tokens = 0, diff_tokens = 0, ent = 0;
+  for (const PackedBatch& b : batches) {
+    auto [logp, entropy] = sequence_logprobs(model, b, /*with_entropy=*/true);
+    torch::Tensor old_logp = logp.detach();
+    PolicyLossTerms terms = compute_policy_loss(logp, old_logp, b.rollout_logp, b.advantages,
+                                                b.loss_mask, normaliser, options.loss, entropy);
+    terms.loss.backward();
+    stats.pg_loss += terms.pg_loss;
+    ent += terms.entropy;
+    const double n = static_cast<double>(terms.num_tokens);
+    clip_tokens += terms.pg_clipfrac * n;
+    kl_tokens += terms.ppo_kl * n;
+    tis_tokens += terms.tis_mean * n;
+    tis_clip_tokens += terms.tis_clipfrac * n;
+    diff_tokens += terms.rollout_logp_abs_diff * n;
+    stats.num_tokens += terms.num_tokens;
+  }
+  std::vector<torch::Tensor> params;
+  for (auto& p : model->parameters())
+    if (p.grad().defined()) params.push_back(p);
+  stats.grad_norm = options.grad_clip > 0
+                        ? torch::nn::utils::clip_grad_norm_(params, options.grad_clip)
+                        : torch::nn::utils::clip_grad_norm_(params, 1e30);
+  optimizer.step();
+  optimizer.zero_grad();
+
+  const double n = std::max<double>(1.0, static_cast<double>(stats.num_tokens));
+  stats.pg_clipfrac = clip_tokens / n;
+  stats.ppo_kl = kl_tokens / n;
+  stats.tis_mean = tis_tokens / n;
+  stats.tis_clipfrac = tis_clip_tokens / n;
+  stats.rollout_logp_abs_diff = diff_tokens / n;
+  stats.entropy = ent;
+  stats.num_samples = static_cast<int64_t>(trainable.size());
+  stats.num_micro_batches = static_cast<int64_t>(batches.size());
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return stats;
+}
+
+}  // namespace spade::trainer

@@ -1,0 +1,60 @@
+// One GRPO / PPO-clip optimizer step on a batch of samples (DESIGN.md step 4): micro-batches packed
+// by a token budget, gradients accumulated with the global normaliser, global-norm clipping, AdamW.
+// Not thread-safe.
+#pragma once
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "policy/transformer.h"
+#include "rollout/sample.h"
+#include "trainer/policy_loss.h"
+
+namespace spade::trainer {
+
+struct UpdateOptions {
+  PolicyLossConfig loss;
+  int micro_batch_tokens = 8192;  // padded tokens per micro-batch
+  double grad_clip = 1.0;         // max global grad norm; <= 0 disables
+};
+
+/// What one update measured (metric names of DESIGN.md, verl/slime style).
+struct UpdateStats {
+  double pg_loss = 0, pg_clipfrac = 0, ppo_kl = 0, entropy = 0, grad_norm = 0;
+  double tis_mean = 1, tis_clipfrac = 0, rollout_logp_abs_diff = 0;
+  int64_t num_samples = 0, num_tokens = 0, num_micro_batches = 0;
+  double seconds = 0;
+};
+
+/// Trains `model` one optimizer step on `samples` (designer samples first, DESIGN.md step 4).
+/// Each sample's per-sequence advantage is broadcast over its tokens. The old policy logprobs are
+/// the current parameters' own (single PPO epoch: ratio 1, detached), so TIS weights compare the
+/// current policy with the sampler's rollout logprobs: exactly the delayed-designer correction
+/// (reference §5) and ~1 for fresh agent samples. The loss is normalised over the WHOLE batch
+/// (global_normaliser), never padded with inert samples, so it does not depend on the micro-batch
+/// split. Samples without trainable tokens are skipped. Returns zeros when nothing is trainable.
+UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& optimizer,
+                        const std::vector<rollout::Sample>& samples, const UpdateOptions& options);
+
+/// A right-padded micro-batch built from samples: inputs [B,T-1]... in model-ready form.
+struct PackedBatch {
+  torch::Tensor input_ids;     // [B, T] int64 (tokens[:-1], padded with 0)
+  torch::Tensor targets;       // [B, T] int64 (tokens[1:])
+  torch::Tensor loss_mask;     // [B, T] float32 (loss_mask[1:])
+  torch::Tensor rollout_logp;  // [B, T] float32 (rollout_logprobs[1:])
+  torch::Tensor advantages;    // [B, T] float32 (sample advantage broadcast)
+  torch::Tensor temperature;   // [B] float32
+  torch::Tensor positions;     // [B, T] int64 (0..T-1)
+};
+
+/// Splits samples into micro-batches of at most `token_budget` padded tokens (in order; a single
+/// longer sample forms its own micro-batch) and packs each.
+std::vector<PackedBatch> pack_micro_batches(const std::vector<const rollout::Sample*>& samples,
+                                            int token_budget);
+
+/// Per-token logprobs and entropies of `batch.targets` under `model` ([B,T] float32 each),
+/// with logits divided by each row's temperature (policy::token_logprobs definition).
+std::pair<torch::Tensor, torch::Tensor> sequence_logprobs(policy::Transformer& model,
+                                                          const PackedBatch& batch, bool with_entropy);
+
+}  // namespace spade::trainer

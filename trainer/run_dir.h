@@ -1,0 +1,33 @@
+// The run directory layout (DESIGN.md, Contracts): runs/<name>/ with the resolved config,
+// metrics.jsonl, envs/, rejected/, memory.json and checkpoints/step_NNNNNN/.
+#pragma once
+#include <map>
+#include <string>
+
+namespace spade::trainer {
+
+struct RunDir {
+  std::string root;
+
+  std::string config_path() const { return root + "/config.yaml"; }
+  std::string metrics_path() const { return root + "/metrics.jsonl"; }
+  std::string envs_dir() const { return root + "/envs"; }
+  std::string rejected_dir() const { return root + "/rejected"; }
+  std::string memory_path() const { return root + "/memory.json"; }
+  std::string checkpoints_dir() const { return root + "/checkpoints"; }
+  std::string corpus_path() const { return root + "/corpus.jsonl"; }
+  std::string tokenizer_prefix() const { return root + "/tokenizer"; }
+  /// checkpoints/step_NNNNNN (6 digits)
+  std::string checkpoint_dir(int64_t step) const;
+
+  /// Creates root and its subfolders. Throws spade::Error on failure.
+  static RunDir create(const std::string& out_dir, const std::string& name);
+
+  /// Appends one metrics line {"step": step, key: value...} to metrics.jsonl (non-finite -> null).
+  void log_metrics(int64_t step, const std::map<std::string, double>& metrics) const;
+
+  /// Removes all but the newest `keep` checkpoint directories.
+  void prune_checkpoints(int keep) const;
+};
+
+}  // namespace spade::trainer

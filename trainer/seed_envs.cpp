@@ -1,0 +1,32 @@
+#include "trainer/seed_envs.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "rollout/prompts.h"
+
+namespace fs = std::filesystem;
+
+namespace spade::trainer {
+
+std::vector<SeedEnv> load_seed_envs(const std::string& dir) {
+  if (!fs::is_directory(dir))
+    throw Error("seed environments: directory not found: " + dir + " (set seed_envs.dir)");
+  std::vector<SeedEnv> out;
+  for (auto& skill_dir : fs::directory_iterator(dir)) {
+    if (!skill_dir.is_directory()) continue;
+    const std::string skill = skill_dir.path().filename().string();
+    rollout::find_skill(skill);  // throws with the valid names
+    for (auto& f : fs::directory_iterator(skill_dir.path())) {
+      if (f.path().extension() != ".py") continue;
+      out.push_back({skill, f.path().stem().string(), f.path().string(), read_file(f.path().string())});
+    }
+  }
+  if (out.empty()) throw Error("seed environments: no <skill>/<name>.py file under " + dir);
+  std::sort(out.begin(), out.end(), [](const SeedEnv& a, const SeedEnv& b) { return a.path < b.path; });
+  return out;
+}
+
+}  // namespace spade::trainer

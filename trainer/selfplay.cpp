@@ -1,0 +1,364 @@
+#include "trainer/selfplay.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "common/atomic_file.h"
+#include "reward/advantages.h"
+#include "reward/designer_reward.h"
+#include "rollout/designer.h"
+#include "rollout/episode.h"
+#include "rollout/prompts.h"
+#include "trainer/checkpointing.h"
+
+namespace spade::trainer {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// FNV-1a: a stable string hash for reset seeds (reference §5: hinted plays reset with
+// seed hash(path + i) mod 2^31; Python's hash is salted, so we fix our own).
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+int64_t reset_seed(const std::string& key) { return static_cast<int64_t>(fnv1a(key) % (1ULL << 31)); }
+
+rollout::SamplingParams sampling(const SamplingYaml& s) {
+  rollout::SamplingParams p;
+  p.temperature = s.temperature;
+  p.top_p = s.top_p;
+  p.top_k = s.top_k;
+  p.min_p = s.min_p;
+  p.max_new_tokens = s.max_new_tokens;
+  return p;
+}
+
+rollout::EpisodeOptions episode_options(const Config& c) {
+  rollout::EpisodeOptions o;
+  o.sampling = sampling(c.selfplay.agent);
+  o.max_turns = c.selfplay.max_turns;
+  o.context_tokens = c.selfplay.context_tokens;
+  o.max_batch = c.selfplay.max_batch;
+  o.max_turns_cap = c.selfplay.max_turns;
+  return o;
+}
+
+double mean(const std::vector<double>& v) { return reward::mean_or_zero(v); }
+
+// The temperature the sampler's logprobs were computed at (greedy decoding reports temperature 1).
+double logprob_temperature(double sampling_temperature) {
+  return sampling_temperature > 0 ? sampling_temperature : 1.0;
+}
+
+}  // namespace
+
+SelfPlay::SelfPlay(const Config& config, const RunDir& run, rollout::PolicyRef policy,
+                   envsandbox::EnvServer& server, Corpus& corpus, torch::optim::Optimizer& optimizer,
+                   std::function<void(const std::string&)> log)
+    : config_(config),
+      run_(run),
+      policy_(policy),
+      server_(server),
+      corpus_(corpus),
+      optimizer_(optimizer),
+      log_(std::move(log)),
+      memory_(config.memory.size, config.memory.band_low, config.memory.band_high),
+      skill_ema_(reward::LearningPotentialConfig{config.reward.ema_fast, config.reward.ema_slow}),
+      rng_(config.run.seed) {
+  memory_.load(run.memory_path());
+}
+
+SelfPlaySummary SelfPlay::run(int64_t first) {
+  const auto t0 = Clock::now();
+  for (int64_t t = first; t < config_.selfplay.steps; ++t) {
+    std::map<std::string, double> m = step(t);
+    run_.log_metrics(t, m);
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "step %3lld/%d | reward %.3f | envs %d valid %.2f | regret %+.3f | blend %.3f | "
+                  "pg_loss %+.4f | entropy %.3f | tis %.3f | %5.0f tok/s | %.1f s",
+                  static_cast<long long>(t + 1), config_.selfplay.steps, m["reward/mean"],
+                  static_cast<int>(live_.size()), m["designer/valid_rate"], m["designer/regret"],
+                  m["designer/blend"], m["actor/pg_loss"], m["actor/entropy"], m["train/tis"],
+                  m["perf/tokens_per_s"], m["time/step_s"]);
+    log_(line);
+    ++summary_.steps;
+  }
+  summary_.seconds = seconds_since(t0);
+  return summary_;
+}
+
+std::map<std::string, double> SelfPlay::step(int64_t t) {
+  const auto step_start = Clock::now();
+  const SelfPlayConfig& sp = config_.selfplay;
+  const bool regeneration = t % sp.k == 0;
+  const bool last = t + 1 == sp.steps;
+  std::map<std::string, double> m;
+  int64_t sampled_tokens = 0;
+
+  // 1. Every k steps: score the closing generation's designer samples (their window is complete),
+  //    then replace the environments with a freshly designed, validated and hinted generation.
+  std::vector<rollout::Sample> designer_batch;
+  if (regeneration && t > 0) designer_batch = delayed_designer_batch(m);
+  const auto rollout_start = Clock::now();
+  if (regeneration) regenerate(t, m);
+  m["designer/valid_rate"] = last_valid_rate_;
+
+  // 2. Play every live environment G times without the hint.
+  std::vector<rollout::EpisodeSpec> specs;
+  for (const LiveEnv& env : live_)
+    for (int g = 0; g < sp.plays_per_env; ++g)
+      specs.push_back({env.id, env.skill, env.code,
+                       reset_seed(env.path + ":" + std::to_string(t) + ":" + std::to_string(g)), ""});
+  std::vector<rollout::EpisodeResult> plays =
+      rollout::play_episodes(policy_, server_, specs, episode_options(config_), rng_());
+  const double rollout_s = seconds_since(rollout_start);
+
+  // 3. Agent rewards -> per-environment z-score advantages (reference §5).
+  std::vector<double> rewards;
+  std::vector<std::string> groups;
+  for (const rollout::EpisodeResult& r : plays) {
+    rewards.push_back(r.reward);
+    groups.push_back(r.sample.env_id);
+  }
+  const std::vector<double> adv = reward::actor_advantages(rewards, groups, config_.reward.actor_std_eps);
+  std::vector<rollout::Sample> agent_batch;
+  int64_t turns = 0, successes = 0;
+  for (size_t i = 0; i < plays.size(); ++i) {
+    rollout::EpisodeResult& r = plays[i];
+    LiveEnv& env = live_[i / sp.plays_per_env];
+    env.window_rewards.push_back(r.reward);
+    if (r.failure == "timeout") env.step_timeout = true;
+    if (regeneration) {
+      env.r_nohint += r.reward / sp.plays_per_env;
+      summary_.nohint_success_sum += r.reward > 0;
+      ++summary_.nohint_plays;
+    }
+    turns += r.turns;
+    successes += r.reward > 0;
+    sampled_tokens += r.sample.num_trainable();
+    r.sample.advantage = adv[i];
+    r.sample.rollout_id = t;
+    r.sample.temperature = logprob_temperature(sp.agent.temperature);
+    agent_batch.push_back(std::move(r.sample));
+  }
+
+  // Regeneration step: hint regret and memory records from this step's plays (reference §5, §6).
+  if (regeneration) {
+    for (LiveEnv& env : live_) {
+      env.regret = reward::hint_regret({env.r_hint}, {env.r_nohint}, !env.hint.empty()).regret;
+      double wins = 0;
+      for (double r : env.window_rewards) wins += r > 0;
+      memory_.add({env.path, env.skill, env.code, wins / std::max<size_t>(1, env.window_rewards.size()),
+                   env.regret, t});
+    }
+    memory_.save(run_.memory_path());
+    std::vector<double> regrets;
+    for (const LiveEnv& env : live_) regrets.push_back(env.regret);
+    last_regret_ = mean(regrets);
+  }
+  m["designer/regret"] = last_regret_;
+
+  // 4. The delayed designer update is flushed at the last rollout (reference §5).
+  if (last && !designer_buffer_.empty()) {
+    std::vector<rollout::Sample> flushed = delayed_designer_batch(m);
+    designer_batch.insert(designer_batch.end(), flushed.begin(), flushed.end());
+  }
+
+  // 5. One optimizer step on the mixed batch, designer samples first (reference §1).
+  std::vector<rollout::Sample> batch = std::move(designer_batch);
+  const int64_t n_designer = static_cast<int64_t>(batch.size());
+  for (rollout::Sample& s : agent_batch) batch.push_back(std::move(s));
+  UpdateOptions update;
+  update.loss = loss_config(config_.loss);
+  update.micro_batch_tokens = config_.optim.micro_batch_tokens;
+  update.grad_clip = config_.optim.grad_clip;
+  const UpdateStats u = grpo_update(policy_.model, optimizer_, batch, update);
+
+  // 6. Metrics (names of DESIGN.md) and checkpoint on schedule.
+  m["actor/pg_loss"] = u.pg_loss;
+  m["actor/pg_clipfrac"] = u.pg_clipfrac;
+  m["actor/ppo_kl"] = u.ppo_kl;
+  m["actor/entropy"] = u.entropy;
+  m["actor/grad_norm"] = u.grad_norm;
+  m["train/tis"] = u.tis_mean;
+  m["train/tis_clipfrac"] = u.tis_clipfrac;
+  m["train/rollout_logp_abs_diff"] = u.rollout_logp_abs_diff;
+  m["train/tokens"] = static_cast<double>(u.num_tokens);
+  m["batch/designer_samples"] = static_cast<double>(n_designer);
+  m["batch/agent_samples"] = static_cast<double>(batch.size()) - static_cast<double>(n_designer);
+  m["reward/mean"] = mean(rewards);
+  m["reward/success_rate"] = rewards.empty() ? 0.0 : static_cast<double>(successes) / rewards.size();
+  m["episode/turns_mean"] = plays.empty() ? 0.0 : static_cast<double>(turns) / plays.size();
+  m["envs/live"] = static_cast<double>(live_.size());
+  if (!m.count("designer/blend")) {
+    // Window-to-date estimate for the live generation (the trained value appears at t + k).
+    std::vector<double> blends;
+    for (const LiveEnv& env : live_)
+      blends.push_back(reward::blend_reward(env.regret, mean(env.window_rewards), blend_config(config_.reward)));
+    m["designer/blend"] = mean(blends);
+  }
+  // Sampled tokens per second of rollout (designer, hint and agent generation + environment steps).
+  m["perf/tokens_per_s"] = (sampled_tokens + m["rollout/regen_tokens"]) / std::max(1e-9, rollout_s);
+  m["time/rollout_s"] = rollout_s;
+  m["time/update_s"] = u.seconds;
+  m["perf/train_tokens_per_s"] = u.seconds > 0 ? static_cast<double>(u.num_tokens) / u.seconds : 0.0;
+  m["time/step_s"] = seconds_since(step_start);
+
+  if ((t + 1) % config_.checkpoint.every == 0 || last) {
+    save_training_checkpoint(run_, t + 1, policy_, config_.checkpoint.dtype);
+    run_.prune_checkpoints(config_.checkpoint.keep_last);
+  }
+  return m;
+}
+
+void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
+  const SelfPlayConfig& sp = config_.selfplay;
+  const auto regen_start = Clock::now();
+  live_.clear();  // each generation lives exactly k steps (reference §1)
+
+  // Skills rotate (reference §1); environment i gets skills[i mod n].
+  const std::vector<int> skills = rollout::active_skills(t, sp.k, sp.skills_per_regen);
+  std::vector<std::string> slot_skills;
+  for (int i = 0; i < sp.envs_per_regen; ++i)
+    slot_skills.push_back(rollout::game_skills()[skills[i % skills.size()]].slug);
+
+  // Designer: fresh corpus document per attempt, memory references, up to max_attempts.
+  auto make_prompt = [&](const std::string& skill, std::string* doc_id) {
+    const Document& doc = corpus_.sample();
+    *doc_id = doc.id;
+    std::vector<rollout::ReferenceEnv> refs;
+    if (config_.memory.enabled) refs = memory_.references(skill, config_.memory.positive_seeds, rng_);
+    return rollout::designer_user_prompt(rollout::find_skill(skill), doc.text, refs, sp.max_turns);
+  };
+  rollout::DesignerOptions dopt;
+  dopt.sampling = sampling(sp.designer);
+  dopt.max_attempts = sp.max_attempts;
+  dopt.max_batch = sp.max_batch;
+  std::vector<rollout::DesignAttempt> attempts =
+      rollout::design_environments(policy_, server_, slot_skills, make_prompt, dopt, rng_());
+
+  // Save every program: admitted to envs/, rejected to rejected/ with its reason (reference §8).
+  char name[96];
+  int64_t sampled_tokens = 0;
+  std::map<std::string, int64_t> rejected_now;
+  for (rollout::DesignAttempt& a : attempts) {
+    sampled_tokens += a.sample.num_trainable();
+    std::snprintf(name, sizeof name, "game_%05lld_%03d_%s", static_cast<long long>(t), a.slot, a.skill.c_str());
+    nlohmann::json meta = a.report.to_json();
+    meta["skill"] = a.skill;
+    meta["doc_id"] = a.doc_id;
+    meta["rollout"] = t;
+    meta["attempt"] = a.attempt;
+    if (a.admitted()) {
+      LiveEnv env;
+      env.id = name;
+      env.skill = a.skill;
+      env.code = a.code;
+      env.path = run_.envs_dir() + "/" + name + ".py";
+      env.born = t;
+      write_file_atomic(env.path, a.code);
+      write_file_atomic(run_.envs_dir() + "/" + name + ".json", meta.dump(2));
+      a.sample.env_id = env.id;
+      a.sample.rollout_id = t;
+      a.sample.temperature = logprob_temperature(sp.designer.temperature);
+      designer_buffer_.push_back(std::move(a.sample));
+      live_.push_back(std::move(env));
+    } else {
+      const std::string base = run_.rejected_dir() + "/" + name + "_try" + std::to_string(a.attempt);
+      write_file_atomic(base + ".py", a.code);
+      write_file_atomic(base + ".reason.txt", a.report.reason + "\n" + a.report.detail + "\n");
+      write_file_atomic(base + ".json", meta.dump(2));
+      ++rejected_now[a.report.reason];
+      ++summary_.rejected_by_reason[a.report.reason];
+    }
+  }
+  summary_.attempts += static_cast<int64_t>(attempts.size());
+  summary_.admitted += static_cast<int64_t>(live_.size());
+  summary_.rejected += static_cast<int64_t>(attempts.size() - live_.size());
+  last_valid_rate_ = attempts.empty() ? 0.0 : static_cast<double>(live_.size()) / attempts.size();
+  m["designer/attempts"] = static_cast<double>(attempts.size());
+  m["designer/admitted"] = static_cast<double>(live_.size());
+  for (const auto& [reason, n] : rejected_now) m["designer/rejected_by_reason/" + reason] = static_cast<double>(n);
+
+  // Hints from the program (paper §4.2) and hinted plays: r_hint (reference §5).
+  std::vector<std::string> codes;
+  for (const LiveEnv& env : live_) codes.push_back(env.code);
+  rollout::SamplingParams hint_params = sampling(sp.hint);
+  hint_params.max_new_tokens = sp.hint_max_tokens;
+  std::vector<std::string> hints = codes.empty() ? std::vector<std::string>{}
+                                                 : rollout::write_hints(policy_, codes, hint_params, rng_(), sp.max_batch);
+  std::vector<rollout::EpisodeSpec> hinted;
+  for (size_t i = 0; i < live_.size(); ++i) {
+    live_[i].hint = hints[i];
+    write_file_atomic(run_.envs_dir() + "/" + live_[i].id + ".hint.txt", hints[i] + "\n");
+    if (hints[i].empty()) continue;  // failed hint: r_hint = 0
+    for (int j = 0; j < sp.hint_plays; ++j)
+      hinted.push_back({live_[i].id, live_[i].skill, live_[i].code,
+                        reset_seed(live_[i].path + std::to_string(j)), hints[i]});
+  }
+  std::vector<rollout::EpisodeResult> hinted_plays =
+      rollout::play_episodes(policy_, server_, hinted, episode_options(config_), rng_());
+  std::map<std::string, std::vector<double>> by_env;
+  for (const rollout::EpisodeResult& r : hinted_plays) {
+    by_env[r.sample.env_id].push_back(r.reward);
+    sampled_tokens += r.sample.num_trainable();
+    summary_.hint_success_sum += r.reward > 0;
+    ++summary_.hint_plays;
+  }
+  for (LiveEnv& env : live_) env.r_hint = mean(by_env[env.id]);
+  std::vector<double> r_hints;
+  for (const LiveEnv& env : live_) r_hints.push_back(env.r_hint);
+  m["designer/hint_reward"] = mean(r_hints);
+  m["time/regen_s"] = seconds_since(regen_start);
+  m["rollout/regen_tokens"] = static_cast<double>(sampled_tokens);
+}
+
+std::vector<rollout::Sample> SelfPlay::delayed_designer_batch(std::map<std::string, double>& m) {
+  // Blend (or variant) reward over each environment's k-step window, per-skill centring, scale S,
+  // trained now with truncated IS against the rollout logprobs of step t - k (reference §5).
+  reward::DesignerRewardConfig rc = designer_reward_config(config_.reward);
+  std::vector<reward::DesignerSample> ds;
+  std::vector<double> blends;
+  for (const rollout::Sample& s : designer_buffer_) {
+    const LiveEnv* env = nullptr;
+    for (const LiveEnv& e : live_)
+      if (e.id == s.env_id) env = &e;
+    reward::DesignerWindowStats w;
+    if (env) {
+      w.r_hint = env->r_hint;
+      w.r_nohint = env->r_nohint;
+      w.window_rewards = env->window_rewards;
+      w.step_timeout = env->step_timeout;
+    }
+    w.skill_mu_slow = skill_ema_.baseline(s.skill);
+    const double r = reward::designer_raw_reward(w, rc);
+    ds.push_back({s.skill, r});
+    blends.push_back(r);
+  }
+  for (const LiveEnv& env : live_) skill_ema_.update(env.skill, mean(env.window_rewards));
+  const int64_t n_actor = static_cast<int64_t>(live_.size()) * config_.selfplay.plays_per_env;
+  const double scale = reward::designer_reward_scale(n_actor, static_cast<int64_t>(ds.size()),
+                                                     config_.selfplay.k, config_.reward.designer_scale_cap);
+  const std::vector<double> adv = reward::designer_advantages(ds, scale);
+  std::vector<rollout::Sample> out = std::move(designer_buffer_);
+  designer_buffer_.clear();
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].reward = ds[i].reward;
+    out[i].advantage = adv[i];
+  }
+  m["designer/blend"] = mean(blends);
+  m["designer/scale"] = scale;
+  m["designer/trained_samples"] = static_cast<double>(out.size());
+  return out;
+}
+
+}  // namespace spade::trainer

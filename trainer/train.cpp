@@ -1,0 +1,183 @@
+#include "trainer/train.h"
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "envsandbox/sandbox.h"
+#include "policy/checkpoint.h"
+#include "rollout/prompts.h"
+#include "trainer/checkpointing.h"
+#include "trainer/selfplay.h"
+#include "trainer/warm_start.h"
+
+namespace fs = std::filesystem;
+
+namespace spade::trainer {
+
+namespace {
+
+std::string fmt(const char* format, double a = 0, double b = 0, double c = 0, double d = 0) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, format, a, b, c, d);
+  return buf;
+}
+
+envsandbox::SandboxOptions sandbox_options(const SandboxYaml& s) {
+  envsandbox::SandboxOptions o;
+  o.load_timeout_s = s.load_timeout_s;
+  o.call_timeout_s = s.call_timeout_s;
+  o.memory_limit_bytes = static_cast<int64_t>(s.memory_limit_mb) << 20;
+  o.cpu_limit_s = s.cpu_limit_s;
+  return o;
+}
+
+policy::ModelConfig model_config(const ModelConfigYaml& m, int64_t vocab_size, int64_t eos_id, int64_t bos_id) {
+  policy::ModelConfig c;
+  c.model_type = "llama";
+  c.vocab_size = vocab_size;
+  c.hidden_size = m.hidden_size;
+  c.intermediate_size = m.intermediate_size;
+  c.num_hidden_layers = m.num_hidden_layers;
+  c.num_attention_heads = m.num_attention_heads;
+  c.num_key_value_heads = m.num_key_value_heads;
+  c.head_dim = m.hidden_size / m.num_attention_heads;
+  c.rms_norm_eps = m.rms_norm_eps;
+  c.rope_theta = m.rope_theta;
+  c.max_position_embeddings = m.max_position_embeddings;
+  c.tie_word_embeddings = m.tie_word_embeddings;
+  c.bos_token_id = bos_id;
+  c.eos_token_ids = {eos_id};
+  c.validate("config model.*");
+  return c;
+}
+
+}  // namespace
+
+Corpus prepare_corpus(const Config& config, const RunDir& run, const LogFn& log) {
+  std::string path = config.corpus.path;
+  if (path.empty()) {
+    path = run.corpus_path();
+    if (!fs::exists(path)) {
+      std::vector<std::string> from = config.corpus.build_from;
+      if (from.empty()) from = default_corpus_sources();
+      if (from.empty())
+        throw Error("corpus: no corpus.path given and no Python standard library found under /usr/lib "
+                    "to build one from (install python3, or set corpus.build_from)");
+      CorpusBuildStats st = build_corpus(from, path, config.corpus.max_words, config.corpus.min_words);
+      log(fmt("corpus: %.0f documents from %.0f files (%.0f skipped empty, %.0f unparseable)",
+              st.documents, st.files_seen, st.skipped_empty, st.skipped_unparseable) + " -> " + path);
+    }
+  }
+  Corpus corpus(path, config.corpus.max_words, config.corpus.sample_seed);
+  log(fmt("corpus: %.0f documents loaded", corpus.size()) + " from " + path);
+  return corpus;
+}
+
+OwnedPolicy prepare_policy(const Config& config, const RunDir& run, const Corpus& corpus,
+                           const std::vector<SeedEnv>& seeds, const LogFn& log) {
+  OwnedPolicy p;
+  std::string tok_path = config.tokenizer.path;
+  if (tok_path.empty() && !config.model.init_checkpoint.empty())
+    tok_path = config.model.init_checkpoint + "/tokenizer.model";
+  if (tok_path.empty()) {
+    tok_path = run.tokenizer_prefix() + ".model";
+    if (!fs::exists(tok_path)) {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::vector<std::string> text;
+      for (size_t i = 0; i < corpus.size(); ++i) text.push_back(corpus.at(i).text);
+      // Seed programs and prompts weigh more: they are what the policy reads and writes most.
+      for (int rep = 0; rep < 20; ++rep)
+        for (const SeedEnv& s : seeds) text.push_back("```python\n" + s.code + "```");
+      for (const rollout::Skill& skill : rollout::game_skills())
+        for (int rep = 0; rep < 20; ++rep) {
+          text.push_back(rollout::designer_user_prompt(skill, "", {}, config.selfplay.max_turns));
+          text.push_back(rollout::agent_first_turn("", "") + rollout::designer_system_prompt() +
+                         rollout::agent_system_prompt());
+          text.push_back(rollout::hint_user_prompt(""));
+        }
+      policy::TokenizerTrainOptions opt;
+      opt.sentences = std::move(text);
+      opt.model_prefix = run.tokenizer_prefix();
+      opt.vocab_size = config.tokenizer.vocab_size;
+      policy::Tokenizer::train(opt);
+      log(fmt("tokenizer: trained a %.0f-piece SentencePiece model in %.1f s", config.tokenizer.vocab_size,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) + " -> " + tok_path);
+    }
+  }
+  p.tokenizer = policy::Tokenizer::load(tok_path);
+  p.chat = std::make_unique<policy::ChatTemplate>(p.tokenizer);
+
+  if (!config.model.init_checkpoint.empty()) {
+    p.model = policy::load_checkpoint(config.model.init_checkpoint);
+    log("policy: loaded " + config.model.init_checkpoint);
+  } else {
+    p.model = policy::Transformer(
+        model_config(config.model, p.tokenizer.vocab_size(), p.chat->eos_id(), p.tokenizer.bos_id()));
+    p.model->init_weights(config.run.seed, config.model.init_std);
+    log(fmt("policy: random Llama-style decoder, %.2fM parameters (hidden %.0f, layers %.0f, vocab %.0f)",
+            p.model->config().num_parameters() / 1e6, config.model.hidden_size,
+            config.model.num_hidden_layers, p.tokenizer.vocab_size()));
+  }
+  return p;
+}
+
+std::string run_train(const Config& config, const TrainOptions& options, const LogFn& log) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int threads = config.run.threads > 0 ? config.run.threads
+                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  torch::manual_seed(config.run.seed);
+
+  const RunDir run = RunDir::create(config.run.out_dir, config.run.name);
+  write_file_atomic(run.config_path(), to_yaml(config));
+  log("run directory: " + run.root);
+
+  Corpus corpus = prepare_corpus(config, run, log);
+  const std::vector<SeedEnv> seeds = load_seed_envs(config.seed_envs.dir);
+  log(fmt("seed environments: %.0f", seeds.size()) + " from " + config.seed_envs.dir);
+  OwnedPolicy policy = prepare_policy(config, run, corpus, seeds, log);
+  envsandbox::EnvServer server(sandbox_options(config.sandbox));
+
+  if (config.warm_start.enabled) {
+    WarmStartStats ws = run_warm_start(policy.ref(), server, seeds, corpus, config, log);
+    log(fmt("warm start: %.0f steps in %.0f s, loss %.3f -> %.3f", ws.steps, ws.seconds, ws.first_loss,
+            ws.last_loss));
+  }
+  std::string final_dir;
+  if (!options.selfplay) {
+    final_dir = save_training_checkpoint(run, 0, policy.ref(), config.checkpoint.dtype);
+    log("checkpoint: " + final_dir);
+    return final_dir;
+  }
+
+  torch::optim::AdamW optimizer(policy.model->parameters(),
+                                torch::optim::AdamWOptions(config.optim.lr)
+                                    .betas({config.optim.beta1, config.optim.beta2})
+                                    .weight_decay(config.optim.weight_decay)
+                                    .eps(config.optim.adam_eps));
+  SelfPlay selfplay(config, run, policy.ref(), server, corpus, optimizer, log);
+  const SelfPlaySummary s = selfplay.run();
+  final_dir = run.checkpoint_dir(s.steps);
+
+  log("---- summary ----");
+  log(fmt("steps: %.0f   self-play time: %.0f s   total wall time: %.0f s", s.steps, s.seconds,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+  log(fmt("environments: %.0f attempts, %.0f admitted, %.0f rejected (valid rate %.2f)", s.attempts,
+          s.admitted, s.rejected, s.attempts ? static_cast<double>(s.admitted) / s.attempts : 0.0));
+  for (const auto& [reason, n] : s.rejected_by_reason) log(fmt("  rejected %5.0f  ", n) + reason);
+  log(fmt("agent success at regeneration steps: with hint %.3f (%.0f plays), without hint %.3f (%.0f plays)",
+          s.hint_plays ? s.hint_success_sum / s.hint_plays : 0.0, s.hint_plays,
+          s.nohint_plays ? s.nohint_success_sum / s.nohint_plays : 0.0, s.nohint_plays));
+  log("metrics: " + run.metrics_path());
+  log("final checkpoint: " + final_dir + "  (try: spade generate --checkpoint " + final_dir + " --prompt ...)");
+  return final_dir;
+}
+
+}  // namespace spade::trainer

@@ -1,0 +1,49 @@
+// `spade train` and `spade sft` end to end: run directory, corpus, seed environments, tokenizer,
+// policy, sandbox, cold start, self-play, final checkpoint and summary.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "policy/chat_template.h"
+#include "policy/tokenizer.h"
+#include "policy/transformer.h"
+#include "rollout/policy_ref.h"
+#include "trainer/config.h"
+#include "trainer/corpus.h"
+#include "trainer/run_dir.h"
+#include "trainer/seed_envs.h"
+
+namespace spade::trainer {
+
+using LogFn = std::function<void(const std::string&)>;
+
+/// The policy a run owns: tokenizer, chat template over it, model.
+struct OwnedPolicy {
+  policy::Tokenizer tokenizer;
+  std::unique_ptr<policy::ChatTemplate> chat;
+  policy::Transformer model{nullptr};
+  rollout::PolicyRef ref() { return {model, tokenizer, *chat}; }
+};
+
+/// Loads corpus.path, or builds the corpus into the run directory from corpus.build_from (default:
+/// default_corpus_sources()) when corpus.path is empty; reuses a corpus already built there.
+Corpus prepare_corpus(const Config& config, const RunDir& run, const LogFn& log);
+
+/// Tokenizer: tokenizer.path, else model.init_checkpoint's tokenizer.model, else one trained
+/// into the run directory on corpus documents, seed programs and the prompt templates (reused if
+/// already there). Model: model.init_checkpoint (HF directory), else a random Llama-style decoder
+/// of the configured shape. Throws spade::Error naming the file on bad input.
+OwnedPolicy prepare_policy(const Config& config, const RunDir& run, const Corpus& corpus,
+                           const std::vector<SeedEnv>& seeds, const LogFn& log);
+
+struct TrainOptions {
+  bool selfplay = true;   // false: cold start only (`spade sft`)
+};
+
+/// Runs the whole job described by `config` and returns the final checkpoint directory.
+/// Prints progress through `log`: a line per step and a closing summary.
+std::string run_train(const Config& config, const TrainOptions& options, const LogFn& log);
+
+}  // namespace spade::trainer

@@ -1,0 +1,157 @@
+#include "trainer/warm_start.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "rollout/prompts.h"
+#include "trainer/grpo_update.h"
+
+namespace spade::trainer {
+
+rollout::Sample designer_example(const rollout::PolicyRef& policy, const SeedEnv& env,
+                                 const std::string& doc, const std::string& reference, int max_turns) {
+  std::vector<rollout::ReferenceEnv> refs;
+  if (!reference.empty()) refs.push_back({reference, false, ""});
+  const std::string user =
+      rollout::designer_user_prompt(rollout::find_skill(env.skill), doc, refs, max_turns);
+  rollout::Sample s;
+  s.role = rollout::Role::Designer;
+  s.skill = env.skill;
+  s.env_id = env.path;
+  s.append_context(policy.chat.render({{"system", rollout::designer_system_prompt()}, {"user", user}},
+                                      /*add_generation_prompt=*/true));
+  std::vector<int64_t> response = policy.tokenizer.encode("```python\n" + env.code + "```");
+  response.push_back(policy.chat.eos_id());
+  s.append_sampled(response, std::vector<float>(response.size(), 0.0f));
+  return s;
+}
+
+std::vector<rollout::Sample> agent_demonstrations(const rollout::PolicyRef& policy,
+                                                  envsandbox::EnvServer& server, const SeedEnv& env,
+                                                  int n, int max_turns, int* dropped) {
+  std::vector<rollout::Sample> out;
+  for (int seed = 0; seed < n; ++seed) {
+    std::string reason;
+    auto game = envsandbox::Game::open(server, env.code, max_turns, &reason);
+    if (!game) break;
+    std::optional<std::string> obs = game->reset(seed, &reason);
+    if (!obs) break;
+    std::vector<std::string> actions = game->solution(&reason);
+    rollout::Sample s;
+    s.role = rollout::Role::Agent;
+    s.skill = env.skill;
+    s.env_id = env.path;
+    s.append_context(policy.chat.render(
+        {{"system", rollout::agent_system_prompt()}, {"user", rollout::agent_first_turn(*obs)}}, true));
+    bool won = false;
+    for (const std::string& a : actions) {
+      const std::string response = "\\boxed{" + a + "}";
+      std::vector<int64_t> ids = policy.tokenizer.encode(response);
+      ids.push_back(policy.chat.eos_id());
+      s.append_sampled(ids, std::vector<float>(ids.size(), 0.0f));
+      envsandbox::GameStep step = game->step(response);
+      if (step.terminated || step.truncated || !step.failure.empty()) {
+        won = step.terminated && step.reward > 0 && step.failure.empty();
+        break;
+      }
+      s.append_context(policy.chat.ids_for_user_turn(step.obs));
+    }
+    if (won) {
+      s.reward = 1.0;
+      out.push_back(std::move(s));
+    } else if (dropped) {
+      ++*dropped;
+    }
+  }
+  return out;
+}
+
+WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& server,
+                              const std::vector<SeedEnv>& seeds, Corpus& corpus, const Config& config,
+                              const std::function<void(const std::string&)>& log) {
+  const WarmStartConfig& ws = config.warm_start;
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  WarmStartStats stats;
+
+  std::vector<rollout::Sample> demos;
+  int dropped = 0;
+  for (const SeedEnv& env : seeds) {
+    auto d = agent_demonstrations(policy, server, env, ws.demos_per_env, config.selfplay.max_turns, &dropped);
+    demos.insert(demos.end(), d.begin(), d.end());
+  }
+  char line[256];
+  std::snprintf(line, sizeof line, "warm start: %zu agent demonstrations from %zu seed environments (%d dropped)",
+                demos.size(), seeds.size(), dropped);
+  log(line);
+
+  std::mt19937_64 rng(config.run.seed ^ 0x5eedULL);
+  torch::optim::AdamW optimizer(policy.model->parameters(),
+                                torch::optim::AdamWOptions(ws.lr)
+                                    .betas({config.optim.beta1, config.optim.beta2})
+                                    .weight_decay(0.0)
+                                    .eps(config.optim.adam_eps));
+  std::uniform_real_distribution<double> coin(0.0, 1.0);
+  std::uniform_int_distribution<size_t> pick_seed(0, seeds.size() - 1);
+  policy.model->train();
+  while (stats.steps < ws.max_steps && elapsed() < ws.max_seconds) {
+    // Assemble one batch of about batch_tokens tokens.
+    std::vector<rollout::Sample> batch;
+    int64_t tokens = 0;
+    while (tokens < ws.batch_tokens) {
+      rollout::Sample s;
+      if (demos.empty() || coin(rng) < ws.designer_fraction) {
+        const SeedEnv& env = seeds[pick_seed(rng)];
+        std::string reference;
+        if (coin(rng) < 0.5) {
+          const SeedEnv& other = seeds[pick_seed(rng)];
+          if (other.skill == env.skill && other.path != env.path) reference = other.code;
+        }
+        s = designer_example(policy, env, corpus.sample().text, reference, config.selfplay.max_turns);
+        ++stats.designer_examples;
+      } else {
+        std::uniform_int_distribution<size_t> pick(0, demos.size() - 1);
+        s = demos[pick(rng)];
+        ++stats.agent_examples;
+      }
+      tokens += static_cast<int64_t>(s.tokens.size());
+      batch.push_back(std::move(s));
+    }
+    // Linear warmup then constant learning rate.
+    const double lr = ws.lr * std::min(1.0, (stats.steps + 1) / std::max(1.0, ws.warmup_steps));
+    for (auto& group : optimizer.param_groups())
+      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+
+    std::vector<const rollout::Sample*> ptrs;
+    double n_tokens = 0;
+    for (const rollout::Sample& s : batch) {
+      ptrs.push_back(&s);
+      n_tokens += static_cast<double>(s.num_trainable());
+    }
+    optimizer.zero_grad();
+    double loss_sum = 0;
+    for (const PackedBatch& b : pack_micro_batches(ptrs, config.optim.micro_batch_tokens)) {
+      auto [logp, unused] = sequence_logprobs(policy.model, b, /*with_entropy=*/false);
+      torch::Tensor loss = -(logp * b.loss_mask).sum() / n_tokens;
+      loss.backward();
+      loss_sum += loss.item<double>();
+    }
+    torch::nn::utils::clip_grad_norm_(policy.model->parameters(), config.optim.grad_clip);
+    optimizer.step();
+    if (stats.steps == 0) stats.first_loss = loss_sum;
+    stats.last_loss = loss_sum;
+    stats.tokens += tokens;
+    ++stats.steps;
+    if (stats.steps % 10 == 0) {
+      std::snprintf(line, sizeof line, "warm start step %4d  loss %.4f  lr %.2e  %.0f s", stats.steps,
+                    loss_sum, lr, elapsed());
+      log(line);
+    }
+  }
+  stats.seconds = elapsed();
+  return stats;
+}
+
+}  // namespace spade::trainer

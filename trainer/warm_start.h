@@ -1,0 +1,50 @@
+// Cold start (issue 2, step 4): supervised training of the freshly initialised policy on
+// (a) designer examples: a designer prompt built from a corpus document and a skill -> a seed
+//     environment of that skill in a ```python block;
+// (b) agent demonstrations: multi-turn episodes that play seed environments in the sandbox with
+//     the actions of their solution(), each written as \boxed{action}.
+// Loss: token-mean cross-entropy on the loss-masked (assistant) tokens. Time-boxed.
+#pragma once
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "envsandbox/game.h"
+#include "envsandbox/sandbox.h"
+#include "rollout/policy_ref.h"
+#include "rollout/sample.h"
+#include "trainer/config.h"
+#include "trainer/corpus.h"
+#include "trainer/seed_envs.h"
+
+namespace spade::trainer {
+
+/// Builds a designer example for `env`: prompt (designer system + user prompt grounded in `doc`,
+/// with `reference` shown as a memory reference when non-empty) -> "```python\n<code>```" + EOS.
+rollout::Sample designer_example(const rollout::PolicyRef& policy, const SeedEnv& env,
+                                 const std::string& doc, const std::string& reference, int max_turns);
+
+/// Plays `env` with its own solution() for reset seeds [0, n) in the sandbox and returns one
+/// demonstration per winning episode (assistant turns "\boxed{a}" + EOS, mask 1; observations 0).
+/// Episodes whose solution does not win are dropped (counted in *dropped when non-null).
+std::vector<rollout::Sample> agent_demonstrations(const rollout::PolicyRef& policy,
+                                                  envsandbox::EnvServer& server, const SeedEnv& env,
+                                                  int n, int max_turns, int* dropped = nullptr);
+
+struct WarmStartStats {
+  int steps = 0;
+  double seconds = 0;
+  double first_loss = 0, last_loss = 0;  // mean token cross-entropy (nats) of the first/last step
+  int64_t tokens = 0;
+  int designer_examples = 0, agent_examples = 0;
+};
+
+/// Runs the cold start: agent demonstrations are built once; designer examples are drawn fresh
+/// each step (random seed environment, random corpus document, 50% with a same-skill reference).
+/// Stops at warm_start.max_seconds or max_steps. `log` receives one line per progress report.
+WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& server,
+                              const std::vector<SeedEnv>& seeds, Corpus& corpus, const Config& config,
+                              const std::function<void(const std::string&)>& log);
+
+}  // namespace spade::trainer
