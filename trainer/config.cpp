@@ -47,6 +47,7 @@ void visit_fields(Config& c, F&& f) {
   f("warm_start.batch_tokens", c.warm_start.batch_tokens);
   f("warm_start.designer_fraction", c.warm_start.designer_fraction);
   f("warm_start.demos_per_env", c.warm_start.demos_per_env);
+  f("warm_start.reference_fraction", c.warm_start.reference_fraction);
   f("selfplay.steps", c.selfplay.steps);
   f("selfplay.k", c.selfplay.k);
   f("selfplay.envs_per_regen", c.selfplay.envs_per_regen);
@@ -58,6 +59,7 @@ void visit_fields(Config& c, F&& f) {
   f("selfplay.context_tokens", c.selfplay.context_tokens);
   f("selfplay.hint_max_tokens", c.selfplay.hint_max_tokens);
   f("selfplay.max_batch", c.selfplay.max_batch);
+  f("selfplay.fill_with_seeds", c.selfplay.fill_with_seeds);
   for (auto [name, s] : {std::pair<const char*, SamplingYaml*>{"designer", &c.selfplay.designer},
                          {"agent", &c.selfplay.agent},
                          {"hint", &c.selfplay.hint}}) {

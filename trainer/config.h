@@ -55,6 +55,7 @@ struct WarmStartConfig {
   double warmup_steps = 20;
   int batch_tokens = 4096;        // tokens per optimizer step
   double designer_fraction = 0.5; // share of designer examples in the mixture (rest: agent demos)
+  double reference_fraction = 0.5;  // designer examples showing a same-skill memory reference
   int demos_per_env = 4;          // agent demonstrations per seed environment (seeds 0..n-1)
 };
 
@@ -81,6 +82,8 @@ struct SelfPlayConfig {
   SamplingYaml agent{0.6, 0.95, 20, 0.0, 8192};
   SamplingYaml hint{0.3, 0.95, 20, 0.0, 4096};   // reference §5: hint/validator temperature 0.3
   int max_batch = 64;              // sequences decoded together
+  bool fill_with_seeds = false;    // slots the designer failed to fill get a seed environment of the
+                                   // slot's skill (a fixed-pool fallback; no designer sample is trained)
 };
 
 struct RewardYaml {
@@ -122,7 +125,7 @@ struct MemoryYaml {
   int size = 200;            // FIFO capacity (reference §6)
   int positive_seeds = 2;    // reference environments shown per designer prompt
   double band_low = 0.15, band_high = 0.85;
-  bool enabled = true;
+  bool enabled = true;       // show memory references in designer prompts (records are kept either way)
 };
 
 struct CheckpointYaml {

@@ -47,8 +47,8 @@ struct PackedBatch {
   torch::Tensor positions;     // [B, T] int64 (0..T-1)
 };
 
-/// Splits samples into micro-batches of at most `token_budget` padded tokens (in order; a single
-/// longer sample forms its own micro-batch) and packs each.
+/// Sorts samples by length and splits them into micro-batches of at most `token_budget` padded
+/// tokens (a single longer sample forms its own micro-batch), then packs each.
 std::vector<PackedBatch> pack_micro_batches(const std::vector<const rollout::Sample*>& samples,
                                             int token_budget);
 

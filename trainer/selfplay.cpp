@@ -61,13 +61,14 @@ double logprob_temperature(double sampling_temperature) {
 }  // namespace
 
 SelfPlay::SelfPlay(const Config& config, const RunDir& run, rollout::PolicyRef policy,
-                   envsandbox::EnvServer& server, Corpus& corpus, torch::optim::Optimizer& optimizer,
-                   std::function<void(const std::string&)> log)
+                   envsandbox::EnvServer& server, Corpus& corpus, const std::vector<SeedEnv>& seeds,
+                   torch::optim::Optimizer& optimizer, std::function<void(const std::string&)> log)
     : config_(config),
       run_(run),
       policy_(policy),
       server_(server),
       corpus_(corpus),
+      seeds_(seeds),
       optimizer_(optimizer),
       log_(std::move(log)),
       memory_(config.memory.size, config.memory.band_low, config.memory.band_high),
@@ -155,6 +156,7 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   if (regeneration) {
     for (LiveEnv& env : live_) {
       env.regret = reward::hint_regret({env.r_hint}, {env.r_nohint}, !env.hint.empty()).regret;
+      if (env.from_seed) continue;  // memory holds designed environments only
       double wins = 0;
       for (double r : env.window_rewards) wins += r > 0;
       memory_.add({env.path, env.skill, env.code, wins / std::max<size_t>(1, env.window_rewards.size()),
@@ -281,12 +283,15 @@ void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
       ++summary_.rejected_by_reason[a.report.reason];
     }
   }
+  const size_t designed = live_.size();
   summary_.attempts += static_cast<int64_t>(attempts.size());
-  summary_.admitted += static_cast<int64_t>(live_.size());
-  summary_.rejected += static_cast<int64_t>(attempts.size() - live_.size());
-  last_valid_rate_ = attempts.empty() ? 0.0 : static_cast<double>(live_.size()) / attempts.size();
+  summary_.admitted += static_cast<int64_t>(designed);
+  summary_.rejected += static_cast<int64_t>(attempts.size() - designed);
+  last_valid_rate_ = attempts.empty() ? 0.0 : static_cast<double>(designed) / attempts.size();
   m["designer/attempts"] = static_cast<double>(attempts.size());
-  m["designer/admitted"] = static_cast<double>(live_.size());
+  m["designer/admitted"] = static_cast<double>(designed);
+  if (sp.fill_with_seeds) fill_empty_slots(t, slot_skills, attempts);
+  m["envs/from_seeds"] = static_cast<double>(live_.size() - designed);
   for (const auto& [reason, n] : rejected_now) m["designer/rejected_by_reason/" + reason] = static_cast<double>(n);
 
   // Hints from the program (paper §4.2) and hinted plays: r_hint (reference §5).
@@ -320,6 +325,33 @@ void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
   m["designer/hint_reward"] = mean(r_hints);
   m["time/regen_s"] = seconds_since(regen_start);
   m["rollout/regen_tokens"] = static_cast<double>(sampled_tokens);
+}
+
+void SelfPlay::fill_empty_slots(int64_t t, const std::vector<std::string>& slot_skills,
+                                const std::vector<rollout::DesignAttempt>& attempts) {
+  // Fixed-pool fallback: each slot without an admitted program gets a random seed environment of its
+  // skill, so the agent always has environments to play. No designer sample is trained for it.
+  std::vector<bool> filled(slot_skills.size(), false);
+  for (const rollout::DesignAttempt& a : attempts) filled[a.slot] = filled[a.slot] || a.admitted();
+  for (size_t slot = 0; slot < slot_skills.size(); ++slot) {
+    if (filled[slot]) continue;
+    std::vector<const SeedEnv*> same_skill;
+    for (const SeedEnv& s : seeds_)
+      if (s.skill == slot_skills[slot]) same_skill.push_back(&s);
+    if (same_skill.empty()) continue;
+    const SeedEnv& seed = *same_skill[std::uniform_int_distribution<size_t>(0, same_skill.size() - 1)(rng_)];
+    char name[128];
+    std::snprintf(name, sizeof name, "seed_%05lld_%03zu_%s_%s", static_cast<long long>(t), slot,
+                  seed.skill.c_str(), seed.name.c_str());
+    LiveEnv env;
+    env.id = name;
+    env.skill = seed.skill;
+    env.code = seed.code;
+    env.path = seed.path;
+    env.born = t;
+    env.from_seed = true;
+    live_.push_back(std::move(env));
+  }
 }
 
 std::vector<rollout::Sample> SelfPlay::delayed_designer_batch(std::map<std::string, double>& m) {

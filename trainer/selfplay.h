@@ -10,6 +10,7 @@
 
 #include "envsandbox/sandbox.h"
 #include "reward/learning_potential.h"
+#include "rollout/designer.h"
 #include "rollout/policy_ref.h"
 #include "rollout/sample.h"
 #include "trainer/config.h"
@@ -17,6 +18,7 @@
 #include "trainer/env_memory.h"
 #include "trainer/grpo_update.h"
 #include "trainer/run_dir.h"
+#include "trainer/seed_envs.h"
 #include "trainer/config_bridge.h"
 
 namespace spade::trainer {
@@ -32,6 +34,7 @@ struct LiveEnv {
   double r_hint = 0, r_nohint = 0, regret = 0;
   std::vector<double> window_rewards;  // every no-hint episode reward over its k-step window
   bool step_timeout = false;
+  bool from_seed = false;  // a seed environment filling a slot the designer left empty
 };
 
 /// Totals over the run, for the closing summary.
@@ -46,9 +49,10 @@ struct SelfPlaySummary {
 
 class SelfPlay {
  public:
+  /// `seeds` are used only when selfplay.fill_with_seeds is set. All references must outlive this.
   SelfPlay(const Config& config, const RunDir& run, rollout::PolicyRef policy,
-           envsandbox::EnvServer& server, Corpus& corpus, torch::optim::Optimizer& optimizer,
-           std::function<void(const std::string&)> log);
+           envsandbox::EnvServer& server, Corpus& corpus, const std::vector<SeedEnv>& seeds,
+           torch::optim::Optimizer& optimizer, std::function<void(const std::string&)> log);
 
   /// Runs steps [first, config.selfplay.steps); writes metrics, envs/, rejected/, memory.json,
   /// checkpoints. Returns the summary.
@@ -58,6 +62,8 @@ class SelfPlay {
   /// One rollout t, top to bottom; returns the metrics line.
   std::map<std::string, double> step(int64_t t);
   void regenerate(int64_t t, std::map<std::string, double>& m);
+  void fill_empty_slots(int64_t t, const std::vector<std::string>& slot_skills,
+                        const std::vector<rollout::DesignAttempt>& attempts);
   /// Scores the buffered designer samples of the live generation over its window and empties the buffer.
   std::vector<rollout::Sample> delayed_designer_batch(std::map<std::string, double>& m);
 
@@ -66,6 +72,7 @@ class SelfPlay {
   rollout::PolicyRef policy_;
   envsandbox::EnvServer& server_;
   Corpus& corpus_;
+  const std::vector<SeedEnv>& seeds_;
   torch::optim::Optimizer& optimizer_;
   std::function<void(const std::string&)> log_;
 

@@ -162,7 +162,7 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
                                     .betas({config.optim.beta1, config.optim.beta2})
                                     .weight_decay(config.optim.weight_decay)
                                     .eps(config.optim.adam_eps));
-  SelfPlay selfplay(config, run, policy.ref(), server, corpus, optimizer, log);
+  SelfPlay selfplay(config, run, policy.ref(), server, corpus, seeds, optimizer, log);
   const SelfPlaySummary s = selfplay.run();
   final_dir = run.checkpoint_dir(s.steps);
 

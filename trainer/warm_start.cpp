@@ -105,7 +105,7 @@ WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& 
       if (demos.empty() || coin(rng) < ws.designer_fraction) {
         const SeedEnv& env = seeds[pick_seed(rng)];
         std::string reference;
-        if (coin(rng) < 0.5) {
+        if (coin(rng) < ws.reference_fraction) {
           const SeedEnv& other = seeds[pick_seed(rng)];
           if (other.skill == env.skill && other.path != env.path) reference = other.code;
         }

@@ -41,7 +41,8 @@ struct WarmStartStats {
 };
 
 /// Runs the cold start: agent demonstrations are built once; designer examples are drawn fresh
-/// each step (random seed environment, random corpus document, 50% with a same-skill reference).
+/// each step (random seed environment, random corpus document, a same-skill reference with
+/// probability warm_start.reference_fraction).
 /// Stops at warm_start.max_seconds or max_steps. `log` receives one line per progress report.
 WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& server,
                               const std::vector<SeedEnv>& seeds, Corpus& corpus, const Config& config,
