@@ -48,6 +48,8 @@ void visit_fields(Config& c, F&& f) {
   f("warm_start.designer_fraction", c.warm_start.designer_fraction);
   f("warm_start.demos_per_env", c.warm_start.demos_per_env);
   f("warm_start.reference_fraction", c.warm_start.reference_fraction);
+  f("warm_start.hint_fraction", c.warm_start.hint_fraction);
+  f("warm_start.designer_seeds_per_skill", c.warm_start.designer_seeds_per_skill);
   f("selfplay.steps", c.selfplay.steps);
   f("selfplay.k", c.selfplay.k);
   f("selfplay.envs_per_regen", c.selfplay.envs_per_regen);
@@ -243,6 +245,10 @@ void validate(const Config& c) {
           "model.num_attention_heads", "a multiple of model.num_key_value_heads");
   require(c.model.hidden_size % c.model.num_attention_heads == 0, "model.hidden_size",
           "a multiple of model.num_attention_heads");
+  require(c.warm_start.designer_fraction >= 0 && c.warm_start.hint_fraction >= 0 &&
+              c.warm_start.designer_fraction + c.warm_start.hint_fraction <= 1,
+          "warm_start.designer_fraction + warm_start.hint_fraction", "in [0, 1]");
+  require(c.warm_start.designer_seeds_per_skill >= 0, "warm_start.designer_seeds_per_skill", ">= 0");
   require(c.optim.micro_batch_tokens >= 64, "optim.micro_batch_tokens", ">= 64");
   require(c.checkpoint.dtype == "fp32" || c.checkpoint.dtype == "bf16", "checkpoint.dtype",
           "fp32 or bf16");

@@ -56,6 +56,8 @@ struct WarmStartConfig {
   int batch_tokens = 4096;        // tokens per optimizer step
   double designer_fraction = 0.5; // share of designer examples in the mixture (rest: agent demos)
   double reference_fraction = 0.5;  // designer examples showing a same-skill memory reference
+  double hint_fraction = 0.1;       // share of hint-writing examples (seed program -> its .hint.txt)
+  int designer_seeds_per_skill = 0; // designer targets: the N shortest seeds of each skill (0 = all)
   int demos_per_env = 4;          // agent demonstrations per seed environment (seeds 0..n-1)
 };
 

@@ -5,6 +5,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/strings.h"
 #include "rollout/prompts.h"
 
 namespace fs = std::filesystem;
@@ -21,7 +22,10 @@ std::vector<SeedEnv> load_seed_envs(const std::string& dir) {
     rollout::find_skill(skill);  // throws with the valid names
     for (auto& f : fs::directory_iterator(skill_dir.path())) {
       if (f.path().extension() != ".py") continue;
-      out.push_back({skill, f.path().stem().string(), f.path().string(), read_file(f.path().string())});
+      fs::path hint_path = f.path();
+      hint_path.replace_extension(".hint.txt");
+      std::string hint = fs::exists(hint_path) ? trim(read_file(hint_path.string())) : "";
+      out.push_back({skill, f.path().stem().string(), f.path().string(), read_file(f.path().string()), hint});
     }
   }
   if (out.empty()) throw Error("seed environments: no <skill>/<name>.py file under " + dir);

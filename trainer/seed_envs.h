@@ -11,9 +11,10 @@ struct SeedEnv {
   std::string name;   // file stem
   std::string path;
   std::string code;
+  std::string hint;   // <name>.hint.txt beside the program (a privileged hint), "" when absent
 };
 
-/// Loads every <skill>/<name>.py under `dir`, sorted by path. Throws spade::Error if `dir` is
+/// Loads every <skill>/<name>.py (and its optional <name>.hint.txt) under `dir`, sorted by path. Throws spade::Error if `dir` is
 /// missing, a folder is not a known skill slug, or no environment is found.
 std::vector<SeedEnv> load_seed_envs(const std::string& dir);
 

@@ -85,10 +85,10 @@ SelfPlaySummary SelfPlay::run(int64_t first) {
     char line[320];
     std::snprintf(line, sizeof line,
                   "step %3lld/%d | reward %.3f | envs %d valid %.2f | regret %+.3f | blend %.3f | "
-                  "pg_loss %+.4f | entropy %.3f | tis %.3f | %5.0f tok/s | %.1f s",
+                  "grad_norm %.3f | entropy %.3f | tis %.3f | %5.0f tok/s | %.1f s",
                   static_cast<long long>(t + 1), config_.selfplay.steps, m["reward/mean"],
                   static_cast<int>(live_.size()), m["designer/valid_rate"], m["designer/regret"],
-                  m["designer/blend"], m["actor/pg_loss"], m["actor/entropy"], m["train/tis"],
+                  m["designer/blend"], m["actor/grad_norm"], m["actor/entropy"], m["train/tis"],
                   m["perf/tokens_per_s"], m["time/step_s"]);
     log_(line);
     ++summary_.steps;

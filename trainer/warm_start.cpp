@@ -3,7 +3,9 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "rollout/prompts.h"
 #include "trainer/grpo_update.h"
@@ -26,6 +28,33 @@ rollout::Sample designer_example(const rollout::PolicyRef& policy, const SeedEnv
   response.push_back(policy.chat.eos_id());
   s.append_sampled(response, std::vector<float>(response.size(), 0.0f));
   return s;
+}
+
+rollout::Sample hint_example(const rollout::PolicyRef& policy, const SeedEnv& env) {
+  rollout::Sample s;
+  s.role = rollout::Role::Hint;
+  s.skill = env.skill;
+  s.env_id = env.path;
+  s.append_context(policy.chat.render(
+      {{"system", rollout::designer_system_prompt()}, {"user", rollout::hint_user_prompt(env.code)}}, true));
+  std::vector<int64_t> response = policy.tokenizer.encode(env.hint);
+  response.push_back(policy.chat.eos_id());
+  s.append_sampled(response, std::vector<float>(response.size(), 0.0f));
+  return s;
+}
+
+std::vector<const SeedEnv*> designer_targets(const std::vector<SeedEnv>& seeds, int per_skill) {
+  std::map<std::string, std::vector<const SeedEnv*>> by_skill;
+  for (const SeedEnv& s : seeds) by_skill[s.skill].push_back(&s);
+  std::vector<const SeedEnv*> out;
+  for (auto& [skill, envs] : by_skill) {
+    std::stable_sort(envs.begin(), envs.end(),
+                     [](const SeedEnv* a, const SeedEnv* b) { return a->code.size() < b->code.size(); });
+    const size_t n = per_skill > 0 ? std::min(envs.size(), static_cast<size_t>(per_skill)) : envs.size();
+    out.insert(out.end(), envs.begin(), envs.begin() + n);
+  }
+  std::sort(out.begin(), out.end(), [](const SeedEnv* a, const SeedEnv* b) { return a->path < b->path; });
+  return out;
 }
 
 std::vector<rollout::Sample> agent_demonstrations(const rollout::PolicyRef& policy,
@@ -87,6 +116,14 @@ WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& 
                 demos.size(), seeds.size(), dropped);
   log(line);
 
+  const std::vector<const SeedEnv*> targets = designer_targets(seeds, ws.designer_seeds_per_skill);
+  std::vector<const SeedEnv*> hinted;
+  for (const SeedEnv& s : seeds)
+    if (!s.hint.empty()) hinted.push_back(&s);
+  std::snprintf(line, sizeof line, "warm start: %zu designer targets, %zu hint examples", targets.size(),
+                hinted.size());
+  log(line);
+
   std::mt19937_64 rng(config.run.seed ^ 0x5eedULL);
   torch::optim::AdamW optimizer(policy.model->parameters(),
                                 torch::optim::AdamWOptions(ws.lr)
@@ -94,6 +131,7 @@ WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& 
                                     .weight_decay(0.0)
                                     .eps(config.optim.adam_eps));
   std::uniform_real_distribution<double> coin(0.0, 1.0);
+  std::uniform_int_distribution<size_t> pick_target(0, targets.size() - 1);
   std::uniform_int_distribution<size_t> pick_seed(0, seeds.size() - 1);
   policy.model->train();
   while (stats.steps < ws.max_steps && elapsed() < ws.max_seconds) {
@@ -102,8 +140,12 @@ WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& 
     int64_t tokens = 0;
     while (tokens < ws.batch_tokens) {
       rollout::Sample s;
-      if (demos.empty() || coin(rng) < ws.designer_fraction) {
-        const SeedEnv& env = seeds[pick_seed(rng)];
+      const double u = coin(rng);
+      if (!hinted.empty() && u >= ws.designer_fraction && u < ws.designer_fraction + ws.hint_fraction) {
+        s = hint_example(policy, *hinted[std::uniform_int_distribution<size_t>(0, hinted.size() - 1)(rng)]);
+        ++stats.hint_examples;
+      } else if (demos.empty() || u < ws.designer_fraction) {
+        const SeedEnv& env = *targets[pick_target(rng)];
         std::string reference;
         if (coin(rng) < ws.reference_fraction) {
           const SeedEnv& other = seeds[pick_seed(rng)];

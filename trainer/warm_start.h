@@ -2,7 +2,8 @@
 // (a) designer examples: a designer prompt built from a corpus document and a skill -> a seed
 //     environment of that skill in a ```python block;
 // (b) agent demonstrations: multi-turn episodes that play seed environments in the sandbox with
-//     the actions of their solution(), each written as \boxed{action}.
+//     the actions of their solution(), each written as \boxed{action};
+// (c) hint examples: the hint prompt on a seed program -> its hand-written hint (<name>.hint.txt).
 // Loss: token-mean cross-entropy on the loss-masked (assistant) tokens. Time-boxed.
 #pragma once
 #include <functional>
@@ -25,6 +26,14 @@ namespace spade::trainer {
 rollout::Sample designer_example(const rollout::PolicyRef& policy, const SeedEnv& env,
                                  const std::string& doc, const std::string& reference, int max_turns);
 
+/// Builds a hint-writing example for `env` (requires env.hint): designer system + hint prompt on the
+/// program -> the hint + EOS (paper §4.2: the hint writer sees the code).
+rollout::Sample hint_example(const rollout::PolicyRef& policy, const SeedEnv& env);
+
+/// The designer targets of the cold start: the `per_skill` shortest programs of each skill, or all
+/// seeds when per_skill is 0. Sorted by path.
+std::vector<const SeedEnv*> designer_targets(const std::vector<SeedEnv>& seeds, int per_skill);
+
 /// Plays `env` with its own solution() for reset seeds [0, n) in the sandbox and returns one
 /// demonstration per winning episode (assistant turns "\boxed{a}" + EOS, mask 1; observations 0).
 /// Episodes whose solution does not win are dropped (counted in *dropped when non-null).
@@ -37,12 +46,13 @@ struct WarmStartStats {
   double seconds = 0;
   double first_loss = 0, last_loss = 0;  // mean token cross-entropy (nats) of the first/last step
   int64_t tokens = 0;
-  int designer_examples = 0, agent_examples = 0;
+  int designer_examples = 0, agent_examples = 0, hint_examples = 0;
 };
 
 /// Runs the cold start: agent demonstrations are built once; designer examples are drawn fresh
-/// each step (random seed environment, random corpus document, a same-skill reference with
-/// probability warm_start.reference_fraction).
+/// each step (random designer target, random corpus document, a same-skill reference with
+/// probability warm_start.reference_fraction); the mixture is designer_fraction designer examples,
+/// hint_fraction hint examples, the rest agent demonstrations.
 /// Stops at warm_start.max_seconds or max_steps. `log` receives one line per progress report.
 WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& server,
                               const std::vector<SeedEnv>& seeds, Corpus& corpus, const Config& config,
