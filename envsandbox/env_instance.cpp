@@ -65,7 +65,25 @@ std::string signal_text(int sig) {
 
 EnvInstance::EnvInstance(std::shared_ptr<detail::ZygoteProcess> zygote, pid_t pid, int fd,
                          const SandboxOptions& options)
-    : zygote_(std::move(zygote)), pid_(pid), fd_(fd), options_(options) {}
+    : zygote_(std::move(zygote)), pid_(pid), fd_(fd), options_(options) {
+  oom_kills_at_start_ = zygote_->oom_kills();
+}
+
+bool EnvInstance::read_hello(Clock::time_point deadline) const {
+  if (hello_read_) return true;
+  hello_read_ = true;  // one attempt: on failure the channel is broken and the next call reports why
+  std::string payload;
+  pid_t sender = -1;
+  if (read_frame(fd_, 256, deadline, &payload, nullptr, nullptr, &sender) != FrameStatus::kOk) return false;
+  if (payload != R"({"op":"hello"})") return false;
+  host_pid_ = sender;
+  return true;
+}
+
+pid_t EnvInstance::pid() const {
+  if (!hello_read_ && alive()) read_hello(deadline_after(options_.call_timeout_s));
+  return host_pid_;
+}
 
 EnvInstance::~EnvInstance() {
   close(fd_);
@@ -121,6 +139,16 @@ CallResult EnvInstance::repair(const std::string& source, std::optional<double> 
   return request(json{{"op", "repair"}, {"source", source}}, "repair()", timeout_s.value_or(options_.load_timeout_s));
 }
 
+CallResult EnvInstance::reseed_globals(int64_t seed, std::optional<double> timeout_s) {
+  return request(json{{"op", "reseed"}, {"seed", seed}}, "reseed_globals(" + std::to_string(seed) + ")",
+                 timeout_s.value_or(options_.call_timeout_s));
+}
+
+CallResult EnvInstance::tool_use_report(const std::vector<int64_t>& seeds, std::optional<double> timeout_s) {
+  return request(json{{"op", "tool_report"}, {"seeds", seeds}}, "tool_use_report()",
+                 timeout_s.value_or(options_.call_timeout_s));
+}
+
 CallResult EnvInstance::fail(const std::string& reason, const std::string& detail, bool kill_process) {
   if (kill_process) zygote_->kill(pid_);
   if (kill_process || reason == "exited" || reason == "signal") {
@@ -146,8 +174,18 @@ CallResult EnvInstance::lost(const std::string& what) {
   if (state == "exited")
     return fail("exited", what + ": the environment process exited with status " +
                               std::to_string(st.value("code", -1)) + " (e.g. os._exit)", false);
-  if (state == "signaled")
-    return fail("signal", what + ": the environment process was killed by " + signal_text(st.value("signal", 0)), false);
+  if (state == "signaled") {
+    int sig = st.value("signal", 0);
+    int64_t ooms = zygote_->oom_kills();
+    if (sig == SIGKILL && oom_kills_at_start_ >= 0 && ooms > oom_kills_at_start_) {
+      CallResult r = fail("memory", what + ": the environment process was killed by the pool's memory cgroup "
+                                           "OOM killer (SandboxOptions::pool_memory_bytes)", false);
+      dead_reason_ = r.reason;  // the process is gone: later calls report the same
+      dead_detail_ = r.detail;
+      return r;
+    }
+    return fail("signal", what + ": the environment process was killed by " + signal_text(sig), false);
+  }
   if (state == "running")
     return fail("protocol", what + ": the environment process closed its channel without exiting; killed", true);
   return fail("exited", what + ": the environment process is gone and its status is unknown "
@@ -178,6 +216,14 @@ CallResult EnvInstance::request(const json& req, const std::string& what, double
   auto deadline = deadline_after(timeout_s);
   std::string payload, io_error;
   FrameStatus s = write_frame(fd_, req.dump(-1, ' ', false, json::error_handler_t::replace), deadline, -1, &io_error);
+  if (s == FrameStatus::kOk && !hello_read_) {  // the child's first frame, sent before any program code ran
+    hello_read_ = true;
+    pid_t sender = -1;
+    s = read_frame(fd_, 256, deadline, &payload, nullptr, &io_error, &sender);
+    if (s == FrameStatus::kOk && payload != R"({"op":"hello"})")
+      return finish(fail("protocol", what + ": the environment process did not start with a hello frame; killed", true));
+    if (s == FrameStatus::kOk) host_pid_ = sender;
+  }
   if (s == FrameStatus::kOk) s = read_frame(fd_, static_cast<size_t>(options_.max_reply_bytes), deadline, &payload, nullptr, &io_error);
   switch (s) {
     case FrameStatus::kOk: break;

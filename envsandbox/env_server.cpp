@@ -1,7 +1,10 @@
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "envsandbox/sandbox.h"
+#include "envsandbox/isolation.h"
 #include "envsandbox/zygote_process.h"
 
 using nlohmann::json;
@@ -24,6 +27,20 @@ void check_options(const SandboxOptions& o) {
   require(o.max_reply_bytes >= o.max_output_bytes + (int64_t{64} << 10),
           "max_reply_bytes must exceed max_output_bytes by at least 64 KiB");
   require(o.max_obs_chars >= 1, "max_obs_chars must be >= 1");
+  require(o.namespaces == "auto" || o.namespaces == "require" || o.namespaces == "off",
+          "namespaces must be \"auto\", \"require\" or \"off\" (got \"" + o.namespaces + "\")");
+  require(o.tmpfs_bytes >= (int64_t{1} << 20), "tmpfs_bytes must be >= 1 MiB");
+  require(o.sandbox_uid > 0 && o.sandbox_gid > 0, "sandbox_uid and sandbox_gid must be > 0 (not root)");
+  require(o.pool_memory_bytes == 0 || o.pool_memory_bytes >= (int64_t{64} << 20),
+          "pool_memory_bytes must be 0 (half of MemTotal) or >= 64 MiB");
+  require(o.pool_max_tasks >= 16, "pool_max_tasks must be >= 16");
+  for (const std::string& b : o.extra_ro_binds)
+    require(!b.empty() && b[0] == '/', "extra_ro_binds entries must be absolute paths");
+}
+
+int64_t half_of_ram() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 2 : int64_t{4} << 30;
 }
 
 }  // namespace
@@ -31,11 +48,48 @@ void check_options(const SandboxOptions& o) {
 EnvServer::EnvServer(SandboxOptions options) : options_(std::move(options)) {
   check_options(options_);
   envd_path_ = detail::locate_envd(options_.envd_path);
-  zygote_ = detail::ZygoteProcess::start(envd_path_, options_.startup_timeout_s);
+  int64_t pool_memory = options_.pool_memory_bytes > 0 ? options_.pool_memory_bytes : half_of_ram();
+  std::string cgroup_note = "disabled by SandboxOptions::cgroups";
+  if (options_.cgroups) {
+    cgroup_ = detail::PoolCgroup::create(pool_memory, options_.pool_max_tasks, &cgroup_note);
+    if (cgroup_) cgroup_note.clear();
+  }
+  detail::LaunchPlan plan = detail::plan_launch(options_, envd_path_, cgroup_.get());
+  launch_argv_ = plan.argv;
+  isolation_ = plan.info;
+  isolation_.cgroup_note = cgroup_note;
+  if (cgroup_) {
+    isolation_.pool_memory_bytes = pool_memory;
+    isolation_.pool_max_tasks = options_.pool_max_tasks;
+  }
+  zygote_ = start_zygote();
+  const json& ready = zygote_->ready();
+  isolation_.seccomp = options_.seccomp && ready.value("seccomp", false);
+  isolation_.uid = ready.value("uid", int64_t{-1});
+  isolation_.gid = ready.value("gid", int64_t{-1});
+  if (options_.seccomp && !isolation_.seccomp)
+    throw Error("envsandbox: the seccomp filter could not be built in spade-envd: " +
+                ready.value("seccomp_error", std::string("unknown error")) + " (set SandboxOptions::seccomp = false to run without it)");
+}
+
+std::shared_ptr<detail::ZygoteProcess> EnvServer::start_zygote() {
+  auto zygote = detail::ZygoteProcess::start(launch_argv_, options_.startup_timeout_s, isolation_.namespaces);
+  zygote->cgroup = cgroup_;
+  return zygote;
+}
+
+int64_t EnvServer::pool_memory_bytes() const { return cgroup_ ? cgroup_->memory_bytes() : -1; }
+int64_t EnvServer::pool_peak_memory_bytes() const { return cgroup_ ? cgroup_->peak_memory_bytes() : -1; }
+std::vector<int> EnvServer::pool_pids() const { return cgroup_ ? cgroup_->pids() : std::vector<int>{}; }
+
+pid_t EnvServer::zygote_host_pid() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return zygote_ && zygote_->alive() ? zygote_->host_pid() : -1;
 }
 
 EnvServer::~EnvServer() {
   if (zygote_) zygote_->stop();  // live EnvInstances keep the handle but their processes are gone
+  // cgroup_ is removed when the last holder (this server, live instances' zygote handles) lets go.
 }
 
 std::unique_ptr<EnvInstance> EnvServer::spawn() {
@@ -45,13 +99,14 @@ std::unique_ptr<EnvInstance> EnvServer::spawn() {
                     {"file_size_bytes", options_.file_size_limit_bytes},
                     {"max_output_bytes", options_.max_output_bytes},
                     {"max_reply_bytes", options_.max_reply_bytes},
-                    {"max_str_chars", options_.max_obs_chars}};
+                    {"max_str_chars", options_.max_obs_chars},
+                    {"seccomp", options_.seccomp}};
   std::lock_guard<std::mutex> lock(mu_);
   std::string error;
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!zygote_ || !zygote_->alive()) {
       zygote_.reset();  // reap the dead one before starting its replacement
-      zygote_ = detail::ZygoteProcess::start(envd_path_, options_.startup_timeout_s);
+      zygote_ = start_zygote();
     }
     pid_t pid = -1;
     int fd = -1;

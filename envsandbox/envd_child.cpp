@@ -73,6 +73,15 @@ class ChildServer {
       if (op == "step") return value_reply(env_.attr("step")(req.at("action").get<std::string>()));
       if (op == "call") return value_reply(env_.attr(req.at("method").get<std::string>().c_str())());
       if (op == "has") return has(req.at("method").get<std::string>());
+      if (op == "reseed") {
+        prelude_.helpers.attr("reseed_globals")(req.at("seed").get<int64_t>());
+        return json{{"value", nullptr}};
+      }
+      if (op == "tool_report") {
+        py::list seeds;
+        for (const json& s : req.at("seeds")) seeds.append(s.get<int64_t>());
+        return value_reply(prelude_.helpers.attr("tool_use_report")(env_, seeds));
+      }
       return protocol_error("unknown op '" + op + "'");
     } catch (py::error_already_set& e) {
       return exception_reply(e, "");
@@ -188,12 +197,16 @@ ChildLimits ChildLimits::from_json(const json& j) {
   l.max_output_bytes = required(j, "max_output_bytes");
   l.max_reply_bytes = required(j, "max_reply_bytes");
   l.max_str_chars = required(j, "max_str_chars");
+  auto sec = j.find("seccomp");
+  if (sec != j.end() && !sec->is_boolean()) throw std::runtime_error("spawn limits: 'seccomp' must be a bool");
+  l.seccomp = sec == j.end() || sec->get<bool>();
   return l;
 }
 
 void run_child(int sock, const std::string& workdir, const ChildLimits& limits, const Prelude& prelude,
-               pid_t zygote_pid) {
-  int channel = confine_child(sock, workdir, limits, zygote_pid);
+               pid_t zygote_pid, SeccompFilter* filter) {
+  int channel = confine_child(sock, workdir, limits, zygote_pid, limits.seccomp ? filter : nullptr);
+  if (write_frame(channel, R"({"op":"hello"})", no_deadline()) != FrameStatus::kOk) _exit(72);
   try {
     ChildServer(channel, limits, prelude).serve();
   } catch (...) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "envsandbox/envd_prelude.h"
+#include "envsandbox/envd_seccomp.h"
 
 namespace spade::envsandbox::envd {
 
@@ -21,14 +22,18 @@ struct ChildLimits {
   int64_t max_output_bytes;  // program output kept over the child's lifetime
   int64_t max_reply_bytes;   // cap on one encoded reply
   int64_t max_str_chars;     // cap on one string inside a returned value
+  bool seccomp = true;       // load the zygote's seccomp deny-list (envd_seccomp.h); optional, default true
 
   /// Parses and checks the "limits" object; throws std::runtime_error naming a missing/invalid field.
   static ChildLimits from_json(const nlohmann::json& j);
 };
 
 /// Runs in the freshly forked child (after PyOS_AfterFork_Child); never returns. `sock` is the child's
-/// end of the channel, `workdir` its private directory (created by the zygote), `zygote_pid` the parent.
+/// end of the channel, `workdir` its private directory (created by the zygote), `zygote_pid` the parent,
+/// `filter` the zygote's compiled seccomp filter (loaded when limits.seccomp; the child exits 70 if it
+/// cannot be). Before serving requests it sends one hello frame `{"op":"hello"}` (the host reads the
+/// child's pid in its own pid namespace from the frame's SCM_CREDENTIALS).
 [[noreturn]] void run_child(int sock, const std::string& workdir, const ChildLimits& limits,
-                            const Prelude& prelude, pid_t zygote_pid);
+                            const Prelude& prelude, pid_t zygote_pid, SeccompFilter* filter);
 
 }  // namespace spade::envsandbox::envd

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "envsandbox/envd_child.h"
+#include "envsandbox/envd_seccomp.h"
 
 namespace spade::envsandbox::envd {
 namespace {
@@ -55,7 +56,8 @@ int64_t proc_status_value(const char* key) {
   return value;
 }
 
-int confine_child(int sock, const std::string& workdir, const ChildLimits& limits, pid_t zygote_pid) {
+int confine_child(int sock, const std::string& workdir, const ChildLimits& limits, pid_t zygote_pid,
+                  SeccompFilter* filter) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);  // the zygote blocks SIGCHLD for its signalfd
@@ -101,6 +103,13 @@ int confine_child(int sock, const std::string& workdir, const ChildLimits& limit
 
   umask(077);
   if (chdir(workdir.c_str()) != 0) fail("chdir");
+  if (filter != nullptr) {
+    int err = load_seccomp_filter(*filter, getpid());
+    if (err != 0) {
+      errno = err;
+      fail("seccomp");
+    }
+  }
   return 3;
 }
 

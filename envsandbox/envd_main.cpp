@@ -1,6 +1,14 @@
 // spade-envd: the environment sandbox zygote. Started by the host library (envsandbox/sandbox.h) with
-// posix_spawn and the control channel on fd 3; not meant to be run by hand.
+// posix_spawn and the control channel on fd 3; not meant to be run by hand. Three modes:
+//   spade-envd                       the zygote (serves the control channel on fd 3)
+//   spade-envd --probe               exits 0 at once if the interpreter is visible (used to test that
+//                                    bubblewrap can start us before relying on it)
+//   spade-envd --launch [--cgroup PROCS_FILE]... [--uid N --gid N] -- PROGRAM ARGS...
+//                                    the launcher: joins each cgroup (writes 0 to its cgroup.procs),
+//                                    drops to uid/gid N (no supplementary groups), then execs PROGRAM
+//                                    (bwrap, or spade-envd itself). Runs no Python.
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -8,7 +16,9 @@
 #include <pybind11/embed.h>
 
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "envsandbox/envd_capture.h"
@@ -21,7 +31,58 @@
 namespace py = pybind11;
 using namespace spade::envsandbox;
 
-int main() {
+namespace {
+
+// The launcher (see the top of this file). Returns only on failure, with the exit status.
+int launch(int argc, char** argv) {
+  long uid = -1, gid = -1;
+  int i = 2;
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (i + 1 >= argc) break;
+    if (a == "--cgroup") {
+      const char* procs = argv[++i];
+      int fd = open(procs, O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || write(fd, "0\n", 2) != 2) {
+        std::fprintf(stderr, "spade-envd --launch: cannot join cgroup %s: %s\n", procs, std::strerror(errno));
+        return 3;
+      }
+      close(fd);
+    } else if (a == "--uid") {
+      uid = std::atol(argv[++i]);
+    } else if (a == "--gid") {
+      gid = std::atol(argv[++i]);
+    } else {
+      std::fprintf(stderr, "spade-envd --launch: unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (i >= argc) {
+    std::fprintf(stderr, "spade-envd --launch: nothing to run after --\n");
+    return 2;
+  }
+  if (uid >= 0 && gid >= 0) {
+    if (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0 ||
+        geteuid() != static_cast<uid_t>(uid) || getegid() != static_cast<gid_t>(gid)) {
+      std::fprintf(stderr, "spade-envd --launch: cannot drop to uid %ld gid %ld: %s\n", uid, gid,
+                   std::strerror(errno));
+      return 3;
+    }
+  }
+  execv(argv[i], argv + i);
+  std::fprintf(stderr, "spade-envd --launch: cannot execute %s: %s\n", argv[i], std::strerror(errno));
+  return 127;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "--probe") return access(SPADE_PYTHON_EXECUTABLE, X_OK) == 0 ? 0 : 1;
+  if (argc >= 2 && std::string(argv[1]) == "--launch") return launch(argc, argv);
   const int control = protocol::kControlFd;
   if (fcntl(control, F_GETFD) < 0) {
     std::fprintf(stderr,

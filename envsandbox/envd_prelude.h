@@ -2,7 +2,8 @@
 //  - the modules environment programs may use, imported (their pages are then shared copy-on-write);
 //  - the names the reference loader pre-injects into a program's namespace (spade-reference.md §2);
 //  - small Python helpers the child calls (namespace creation, class lookup, instantiation,
-//    exception description, f-string brace repair).
+//    exception description, f-string brace repair, global RNG reseeding, the tool-use report) and the
+//    tool-use base class ToolUseEnv (spade-reference.md §7), injected into every program.
 #pragma once
 #include <pybind11/pybind11.h>
 

@@ -50,7 +50,8 @@ void kill_orphans(pid_t self, const std::map<pid_t, bool>& known) {
 }  // namespace
 
 Zygote::Zygote(int control_fd, const Prelude& prelude, std::string tmp_root)
-    : control_fd_(control_fd), prelude_(prelude), tmp_root_(std::move(tmp_root)), self_(getpid()) {}
+    : control_fd_(control_fd), prelude_(prelude), tmp_root_(std::move(tmp_root)), self_(getpid()),
+      filter_(build_seccomp_filter()) {}
 
 int Zygote::run() {
   sigset_t mask;
@@ -68,7 +69,11 @@ int Zygote::run() {
              {"threads", proc_status_value("Threads")},
              {"numpy", prelude_.numpy},
              {"python", PY_VERSION},
-             {"tmp_root", tmp_root_}};
+             {"tmp_root", tmp_root_},
+             {"seccomp", filter_.ok()},
+             {"seccomp_error", filter_.error},
+             {"uid", static_cast<int64_t>(geteuid())},
+             {"gid", static_cast<int64_t>(getegid())}};
   bool serving = write_frame(control_fd_, ready.dump(), no_deadline()) == FrameStatus::kOk;
   while (serving) {
     pollfd fds[2] = {{control_fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
@@ -114,11 +119,17 @@ json Zygote::spawn(const json& limits_json, int* pass_fd) {
   ChildLimits limits = ChildLimits::from_json(limits_json);
   std::string workdir = tmp_root_ + "/env-XXXXXX";
   if (mkdtemp(workdir.data()) == nullptr) return json{{"error", std::string("mkdtemp: ") + std::strerror(errno)}};
+  if (limits.seccomp && !filter_.ok()) {
+    remove_tree(workdir);
+    return json{{"error", "seccomp requested but the filter could not be built: " + filter_.error}};
+  }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     remove_tree(workdir);
     return json{{"error", std::string("socketpair: ") + std::strerror(errno)}};
   }
+  int one = 1;  // the host learns the child's pid in its own pid namespace from the hello's credentials
+  setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
   PyOS_BeforeFork();
   pid_t pid = fork();
   if (pid == 0) {
@@ -126,7 +137,7 @@ json Zygote::spawn(const json& limits_json, int* pass_fd) {
     close(sv[0]);
     close(control_fd_);
     close(signal_fd_);
-    run_child(sv[1], workdir, limits, prelude_, self_);
+    run_child(sv[1], workdir, limits, prelude_, self_, &filter_);
   }
   int fork_errno = errno;
   PyOS_AfterFork_Parent();

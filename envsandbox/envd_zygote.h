@@ -10,13 +10,14 @@
 #include <string>
 
 #include "envsandbox/envd_prelude.h"
+#include "envsandbox/envd_seccomp.h"
 
 namespace spade::envsandbox::envd {
 
 class Zygote {
  public:
   /// `control_fd`: the channel to the host. `tmp_root`: an existing private directory that will hold
-  /// one working directory per child (removed at exit).
+  /// one working directory per child (removed at exit). Compiles the seccomp filter once.
   Zygote(int control_fd, const Prelude& prelude, std::string tmp_root);
 
   /// Sends the "ready" message, then serves requests until the host closes the channel. Returns the
@@ -44,6 +45,7 @@ class Zygote {
   std::string tmp_root_;
   pid_t self_;
   std::map<pid_t, Child> children_;
+  SeccompFilter filter_;
 };
 
 }  // namespace spade::envsandbox::envd

@@ -36,8 +36,14 @@ FrameStatus wait_ready(int fd, short events, Clock::time_point deadline, std::st
   }
 }
 
-void keep_or_close_fds(msghdr* msg, std::vector<int>* fds) {
+void keep_or_close_fds(msghdr* msg, std::vector<int>* fds, pid_t* sender_pid) {
   for (cmsghdr* c = CMSG_FIRSTHDR(msg); c != nullptr; c = CMSG_NXTHDR(msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS && c->cmsg_len >= CMSG_LEN(sizeof(ucred))) {
+      ucred cred;
+      std::memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+      if (sender_pid != nullptr && cred.pid > 0) *sender_pid = cred.pid;
+      continue;
+    }
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
     for (size_t i = 0; i < n; ++i) {
@@ -50,13 +56,13 @@ void keep_or_close_fds(msghdr* msg, std::vector<int>* fds) {
 
 // Reads exactly `size` bytes into `buf`, collecting passed descriptors.
 FrameStatus read_exact(int fd, char* buf, size_t size, Clock::time_point deadline,
-                       std::vector<int>* fds, std::string* error) {
+                       std::vector<int>* fds, std::string* error, pid_t* sender_pid) {
   size_t got = 0;
   while (got < size) {
     FrameStatus s = wait_ready(fd, POLLIN, deadline, error);
     if (s != FrameStatus::kOk) return s;
     iovec iov{buf + got, size - got};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4) + CMSG_SPACE(sizeof(ucred))];
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
@@ -69,7 +75,7 @@ FrameStatus read_exact(int fd, char* buf, size_t size, Clock::time_point deadlin
       if (error) *error = std::string("recvmsg: ") + std::strerror(errno);
       return FrameStatus::kError;
     }
-    keep_or_close_fds(&msg, fds);
+    keep_or_close_fds(&msg, fds, sender_pid);
     if (n == 0) return FrameStatus::kEof;
     got += static_cast<size_t>(n);
   }
@@ -136,9 +142,9 @@ FrameStatus write_frame(int fd, std::string_view payload, Clock::time_point dead
 }
 
 FrameStatus read_frame(int fd, size_t max_bytes, Clock::time_point deadline, std::string* payload,
-                       std::vector<int>* fds, std::string* error) {
+                       std::vector<int>* fds, std::string* error, pid_t* sender_pid) {
   unsigned char header[4];
-  FrameStatus s = read_exact(fd, reinterpret_cast<char*>(header), 4, deadline, fds, error);
+  FrameStatus s = read_exact(fd, reinterpret_cast<char*>(header), 4, deadline, fds, error, sender_pid);
   if (s != FrameStatus::kOk) return s;
   uint32_t len = static_cast<uint32_t>(header[0]) | (static_cast<uint32_t>(header[1]) << 8) |
                  (static_cast<uint32_t>(header[2]) << 16) | (static_cast<uint32_t>(header[3]) << 24);
@@ -147,7 +153,7 @@ FrameStatus read_frame(int fd, size_t max_bytes, Clock::time_point deadline, std
     return FrameStatus::kTooLarge;
   }
   payload->assign(len, '\0');
-  return read_exact(fd, payload->data(), len, deadline, fds, error);
+  return read_exact(fd, payload->data(), len, deadline, fds, error, sender_pid);
 }
 
 }  // namespace spade::envsandbox

@@ -7,6 +7,8 @@
 //
 // Thread-safety: stateless; concurrent calls on the same fd must be serialised by the caller.
 #pragma once
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -42,8 +44,11 @@ FrameStatus write_frame(int fd, std::string_view payload, Clock::time_point dead
 
 /// Reads one frame of at most `max_bytes` payload bytes into `*payload`. File descriptors received with
 /// SCM_RIGHTS are appended to `*fds` when non-null (and closed when null). Returns kTooLarge without
-/// reading the payload if the announced length exceeds `max_bytes`.
+/// reading the payload if the announced length exceeds `max_bytes`. When the socket has SO_PASSCRED
+/// set and `sender_pid` is non-null, it receives the sender's pid as seen from the reader's pid
+/// namespace (SCM_CREDENTIALS; left unchanged when none arrived).
 FrameStatus read_frame(int fd, size_t max_bytes, Clock::time_point deadline, std::string* payload,
-                       std::vector<int>* fds = nullptr, std::string* error = nullptr);
+                       std::vector<int>* fds = nullptr, std::string* error = nullptr,
+                       pid_t* sender_pid = nullptr);
 
 }  // namespace spade::envsandbox

@@ -3,8 +3,10 @@
 //
 // Control channel (host <-> zygote, the socket inherited as fd 3, trusted both ways):
 //   zygote -> host once at start: {"op":"ready","pid":N,"vm_bytes":N,"threads":N,"numpy":bool,
-//                                  "python":"3.11.2","tmp_root":S} (or {"op":"error","message":S})
-//   {"op":"spawn","limits":{Limits}}   -> {"pid":N} plus the host end of a new socketpair (SCM_RIGHTS),
+//                                  "python":"3.11.2","tmp_root":S,"seccomp":bool,"seccomp_error":S,
+//                                  "uid":N,"gid":N} (or {"op":"error","message":S})
+//   {"op":"spawn","limits":{Limits}}   -> {"pid":N} (in the zygote's pid namespace) plus the host end
+//                                         of a new socketpair (SCM_RIGHTS, SO_PASSCRED set),
 //                                         or {"error":"..."}
 //   {"op":"status","pid":N}            -> {"state":"running"|"exited"|"signaled"|"unknown","code":N,"signal":N}
 //   {"op":"kill","pid":N}              -> {"done":true}   SIGKILL the child's process group
@@ -18,6 +20,9 @@
 //   {"op":"call","method":S}                   -> {"value":V}        method() with no arguments
 //   {"op":"has","method":S}                    -> {"value":bool}     callable attribute exists
 //   {"op":"repair","source":S}                 -> {"value":S}
+//   {"op":"reseed","seed":N}                   -> {"value":null}     reseed random / numpy.random
+//   {"op":"tool_report","seeds":[N...]}        -> {"value":{...}}    tool-use facts (envd_prelude.cpp)
+//   Before the first reply a child sends {"op":"hello"} once (its SCM_CREDENTIALS give the host its pid).
 //   Failure replies: {"error":"exception"|"memory"|"protocol","stage":S,"type":S,"message":S,
 //                     "traceback":S,"line":N}. "stage" (load only): "compile", "exec", "find", "init".
 //   Every reply may carry "out": program output (sys.stdout/sys.stderr) written since the last reply.

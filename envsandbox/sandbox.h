@@ -6,6 +6,20 @@
 //   CallResult r = env->load(source);                  // exec the program, instantiate its *Env class
 //   r = env->reset(42);  r = env->step("\\boxed{1}");  // r.value is the untrusted typed return value
 //
+// Isolation, outermost first (each layer is a SandboxOptions knob with a safe default; EnvServer::
+// isolation() says which are active):
+//   pool:  cgroup v1 memory + pids caps for the zygote and all its children (when writable);
+//          an unprivileged uid/gid (65534) for every sandbox process when the host runs as root;
+//          bubblewrap: user/pid/net/ipc/uts/cgroup namespaces, read-only /usr (+ the few /etc files
+//          Python needs), a size-capped tmpfs /tmp as the only writable place, /proc of its own pid
+//          namespace, cleared environment, --die-with-parent, --new-session, --cap-drop ALL. When
+//          bwrap cannot create namespaces, namespaces="auto" falls back to the layers below with a
+//          one-time warning on stderr (never silently); "require" throws instead.
+//   child: own session/process group, PR_SET_PDEATHSIG, oom_score_adj 1000, RLIMIT_AS (relative to
+//          the zygote's size), RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CORE 0, a private work
+//          dir, and a seccomp deny-list (fork/exec/non-AF_UNIX sockets/ptrace/mount/bpf/io_uring/
+//          keyctl/unshare/setns/signals to other processes...; envd_seccomp.h).
+//
 // Nothing here ever runs generated code in the calling process, and nothing a program does (loops,
 // huge allocations, os._exit, crashes, floods of output, forged frames) can hang or crash the caller:
 // each call has a deadline (poll); on overrun the child's process group gets SIGKILL. Failures are
@@ -25,13 +39,16 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "envsandbox/frame.h"
 #include "envsandbox/py_value.h"
 
 namespace spade::envsandbox {
 
 namespace detail {
 class ZygoteProcess;
+class PoolCgroup;
 }
 
 /// Configuration of an EnvServer. Times in seconds, sizes in bytes.
@@ -58,13 +75,64 @@ struct SandboxOptions {
   /// Cap on one string inside a returned value, in characters (an observation longer than this
   /// arrives cut, with PyValue::cut() set).
   int64_t max_obs_chars = 16384;
+
+  // --- Isolation layers (see the top of this file). ---
+  /// "auto": bubblewrap namespaces when they can be created, else a one-time warning on stderr and
+  /// the remaining layers only; "require": throw spade::Error when they cannot; "off": never use them.
+  std::string namespaces = "auto";
+  /// bubblewrap binary. "" -> /usr/bin/bwrap, else `bwrap` on $PATH.
+  std::string bwrap_path;
+  /// Size cap of the sandbox's tmpfs /tmp, which holds every child's working directory (bytes;
+  /// namespaces only; it is charged to the pool's memory cgroup).
+  int64_t tmpfs_bytes = int64_t{256} << 20;
+  /// Extra host paths bound read-only at the same place inside the namespaces (e.g. a Python prefix
+  /// outside /usr).
+  std::vector<std::string> extra_ro_binds;
+  /// Load the seccomp deny-list in every child.
+  bool seccomp = true;
+  /// When the host runs as root, run the zygote and all children as sandbox_uid/sandbox_gid
+  /// (RLIMIT_NPROC and file permissions do not bind root).
+  bool drop_privileges = true;
+  int64_t sandbox_uid = 65534, sandbox_gid = 65534;
+  /// Cap the pool with cgroup v1 memory and pids controllers when they are writable (silently skipped,
+  /// and reported in EnvServer::isolation(), when not).
+  bool cgroups = true;
+  /// Memory cap of the whole pool (zygote + children + tmpfs), bytes; 0 -> half of MemTotal.
+  /// When it is hit the kernel kills the child with the highest oom_score (oom_score_adj 1000):
+  /// reason "memory".
+  int64_t pool_memory_bytes = 0;
+  /// Task (process + thread) cap of the whole pool.
+  int64_t pool_max_tasks = 4096;
+};
+
+/// Which isolation layers an EnvServer actually has (they depend on the machine).
+struct IsolationInfo {
+  /// The zygote runs inside bubblewrap namespaces.
+  bool namespaces = false;
+  /// Why not (bwrap's message, or "disabled by SandboxOptions::namespaces"); "" when namespaces.
+  std::string fallback_reason;
+  /// The bwrap binary used ("" when none).
+  std::string bwrap_path;
+  /// Children load the seccomp deny-list.
+  bool seccomp = false;
+  /// Effective uid/gid of the zygote (and children) as seen inside the sandbox.
+  int64_t uid = -1, gid = -1;
+  /// Uid the sandbox processes have on the host (sandbox_uid after a drop, else the host's uid).
+  int64_t host_uid = -1;
+  /// cgroup v1 directories of the pool ("" when not capped) and why not.
+  std::string cgroup_memory_dir, cgroup_pids_dir, cgroup_note;
+  int64_t pool_memory_bytes = 0, pool_max_tasks = 0;
+
+  /// All fields as JSON (for reports and `spade bench sandbox`).
+  nlohmann::json to_json() const;
 };
 
 /// Outcome of one call into an environment process.
 struct CallResult {
   /// Stable id: "ok"; "exception" (the program raised; detail "Type: message"); "memory"
-  /// (MemoryError, e.g. RLIMIT_AS); "timeout" (deadline passed, process killed); "exited" (the
-  /// process ended on its own, e.g. os._exit); "signal" (killed by a signal, e.g. SIGSEGV, SIGXCPU);
+  /// (MemoryError, e.g. RLIMIT_AS, or SIGKILL by the pool cgroup's OOM killer); "timeout" (deadline
+  /// passed, process killed); "exited" (the process ended on its own, e.g. os._exit); "signal"
+  /// (killed by a signal, e.g. SIGSEGV, SIGXCPU);
   /// "protocol" (an invalid or oversized reply, or a request the child refused).
   std::string reason = "ok";
   /// Readable explanation for a failure: which call, what happened, the exception message.
@@ -103,9 +171,27 @@ class EnvServer {
   /// Path of the spade-envd binary in use.
   const std::string& envd_path() const { return envd_path_; }
 
+  /// The isolation layers in effect (decided at construction).
+  const IsolationInfo& isolation() const { return isolation_; }
+
+  /// Pool memory now and at peak, in bytes (cgroup memory.usage_in_bytes / max_usage_in_bytes); -1
+  /// without a memory cgroup.
+  int64_t pool_memory_bytes() const;
+  int64_t pool_peak_memory_bytes() const;
+  /// Host pids of every process in the pool (zygote, children, anything they left), from the pids
+  /// cgroup; empty without one.
+  std::vector<int> pool_pids() const;
+  /// Host pid of the process posix_spawned for the pool (bwrap or the zygote); -1 if none is running.
+  pid_t zygote_host_pid();
+
  private:
+  std::shared_ptr<detail::ZygoteProcess> start_zygote();
+
   SandboxOptions options_;
   std::string envd_path_;
+  std::vector<std::string> launch_argv_;
+  IsolationInfo isolation_;
+  std::shared_ptr<detail::PoolCgroup> cgroup_;
   std::mutex mu_;
   std::shared_ptr<detail::ZygoteProcess> zygote_;
 };
@@ -137,6 +223,16 @@ class EnvInstance {
   CallResult has(const std::string& method, std::optional<double> timeout_s = {});
   /// f-string brace repair of `source` (reference §2); needs no loaded program. ok: value is a str.
   CallResult repair(const std::string& source, std::optional<double> timeout_s = {});
+  /// Reseeds the process's global RNGs (random.seed(seed), numpy.random.seed(seed % 2^32)); used to
+  /// check that a program does not depend on unseeded global randomness. ok: value is None.
+  CallResult reseed_globals(int64_t seed, std::optional<double> timeout_s = {});
+  /// Tool-use facts (spade-reference.md §7, §4 gate 2) of the loaded program: for each seed,
+  /// reset(seed=seed) then every _message_criteria entry evaluated on _state; and the _tools schemas
+  /// checked (JSON Schema objects, one callable tool_<name> each). ok: value is a dict
+  /// {"seeds": [{"seed": int, "reset": "ok" | "Type: msg", "criteria": ["ok" | "Type: msg", ...]}],
+  ///  "tools": [str...], "schema_problem": str | None}, built from the program's objects by trusted
+  /// helper code; still untrusted input (check types).
+  CallResult tool_use_report(const std::vector<int64_t>& seeds, std::optional<double> timeout_s = {});
 
   /// max_turns passed to the constructor by load(); nullopt if it takes no max_turns (or not loaded).
   std::optional<int64_t> max_turns() const { return max_turns_; }
@@ -146,12 +242,16 @@ class EnvInstance {
   void kill();
   /// Program output (print, sys.stderr) received so far, capped at options().max_output_bytes.
   const std::string& captured_output() const { return output_; }
-  /// Process id of the child (for diagnostics).
-  pid_t pid() const { return pid_; }
+  /// Process id of the child as the host sees it (for diagnostics; with namespaces it differs from the
+  /// pid inside the sandbox). The first call may wait up to call_timeout_s for the child's hello; -1
+  /// if the child died before saying it.
+  pid_t pid() const;
 
  private:
   friend class EnvServer;
   EnvInstance(std::shared_ptr<detail::ZygoteProcess> zygote, pid_t pid, int fd, const SandboxOptions& options);
+  /// Reads the child's hello frame (once) to learn its host pid; false if the channel failed.
+  bool read_hello(Clock::time_point deadline) const;
 
   CallResult request(const nlohmann::json& request, const std::string& what, double timeout_s);
   CallResult fail(const std::string& reason, const std::string& detail, bool kill_process);
@@ -159,7 +259,10 @@ class EnvInstance {
   void keep_output(const nlohmann::json& reply);
 
   std::shared_ptr<detail::ZygoteProcess> zygote_;
-  pid_t pid_;
+  pid_t pid_;  // in the zygote's pid namespace (control requests)
+  mutable pid_t host_pid_ = -1;
+  mutable bool hello_read_ = false;
+  int64_t oom_kills_at_start_ = -1;
   int fd_;
   SandboxOptions options_;
   std::string dead_reason_, dead_detail_;

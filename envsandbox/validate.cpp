@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
+#include <map>
 
 #include "envsandbox/frame.h"
 #include "envsandbox/game.h"
@@ -38,6 +40,8 @@ std::optional<Failure> check_step_return(const PyValue& v, const std::string& ca
                                         "; expected " + expected};
   };
   if (!t[0].is_str()) return bad_type("obs", t[0], "str");
+  if (t[0].cut())
+    return Failure{"obs_too_large", call + ": the observation is longer than the sandbox's cap (max_obs_chars)"};
   if (!t[1].is_number()) return bad_type("reward", t[1], "int or float");
   if (!t[2].is_bool()) return bad_type("terminated", t[2], "bool");
   if (!t[3].is_bool()) return bad_type("truncated", t[3], "bool");
@@ -47,6 +51,39 @@ std::optional<Failure> check_step_return(const PyValue& v, const std::string& ca
     return Failure{"reward_out_of_range", call + ": reward " + t[1].repr(40) + " is " +
                                               (std::isfinite(reward) ? "outside [-10, 10]" : "not finite")};
   return std::nullopt;
+}
+
+// Why `v` is not JSON-serialisable (strictly: finite floats, str keys), or "" if it is.
+std::string json_problem(const PyValue& v, const std::string& where) {
+  switch (v.kind()) {
+    case PyValue::Kind::kNone:
+    case PyValue::Kind::kBool:
+    case PyValue::Kind::kInt:
+    case PyValue::Kind::kStr:
+      return v.cut() ? where + " was cut by the sandbox's size caps" : "";
+    case PyValue::Kind::kFloat:
+      return std::isfinite(v.as_double()) ? "" : where + " is " + v.repr(20) + " (not valid JSON)";
+    case PyValue::Kind::kTuple:
+    case PyValue::Kind::kList:
+    case PyValue::Kind::kDict: {
+      if (v.cut()) return where + " was cut by the sandbox's size caps (too large or too deep)";
+      for (size_t i = 0; i < v.items().size(); ++i) {
+        std::string at = where + "[" + (v.is_dict() ? v.keys()[i].repr(30) : std::to_string(i)) + "]";
+        if (v.is_dict() && !v.keys()[i].is_str()) return where + " has a non-str key " + v.keys()[i].repr(30);
+        std::string p = json_problem(v.items()[i], at);
+        if (!p.empty()) return p;
+      }
+      return "";
+    }
+    case PyValue::Kind::kOther:
+      break;
+  }
+  return where + " holds " + v.type_label() + ", which is not JSON-serialisable";
+}
+
+// One step of a contract episode: what must be identical when replayed.
+std::string step_key(const std::vector<PyValue>& t) {
+  return t[0].as_str() + "\x1f" + t[1].repr(40) + "\x1f" + (t[2].as_bool() ? "T" : "F") + (t[3].as_bool() ? "T" : "F");
 }
 
 class SmokeTest {
@@ -62,9 +99,20 @@ class SmokeTest {
                   gate("step_probes", [&] { return step_probes(); }) &&
                   gate("reset_seed_123", [&] { return reset_123(); }) &&
                   gate("lenient_play", [&] { return lenient_play(); });
+    report_.output = instance_ ? instance_->captured_output() : game_->instance().captured_output();
+    if (passed && !options_.smoke_only) {
+      passed = gate("episode", [&] { return episode(); }) &&
+               gate("step_after_done", [&] { return step_after_done(); }) &&
+               gate("reset_after_done", [&] { return reset_after_done(); }) &&
+               gate("determinism_across_processes", [&] { return across_processes(); }) &&
+               gate("close", [&] { return close_twice(); }) &&
+               gate("step_latency", [&] { return step_latency(); });
+      if (passed && options_.tool_use)
+        passed = gate("tool_schemas", [&] { return tool_schemas(); }) &&
+                 gate("deterministic_reset", [&] { return deterministic_reset(); });
+    }
     report_.admitted = passed;
     if (passed) report_.reason = "ok";
-    report_.output = instance_ ? instance_->captured_output() : game_->instance().captured_output();
     report_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
     return report_;
   }
@@ -122,6 +170,8 @@ class SmokeTest {
                                              "; expected a non-empty str"};
     if (!info.is_dict())
       return Failure{"reset_bad_return", "reset(seed=42): info is " + info.type_label() + "; expected dict"};
+    if (obs.cut())
+      return Failure{"obs_too_large", "reset(seed=42): the observation is longer than the sandbox's cap (max_obs_chars)"};
     return std::nullopt;
   }
 
@@ -155,6 +205,219 @@ class SmokeTest {
     return std::nullopt;
   }
 
+  // --- contract gates ---
+
+  // A fresh instance with the program loaded and globals reseeded to `global_seed`.
+  std::optional<Failure> fresh(std::unique_ptr<EnvInstance>* out, int64_t global_seed) {
+    *out = server_.spawn();
+    CallResult r = (*out)->load(source_, options_.max_turns_cap, left(server_.options().load_timeout_s));
+    if (!r.ok()) return Failure{load_failure_reason(r), "reloading the program: " + r.detail};
+    r = (*out)->reseed_globals(global_seed, call_time());
+    if (!r.ok()) return call_failure(r, "load_exception");
+    return std::nullopt;
+  }
+
+  // reset(seed=episode_seed) with the (obs, info) checks.
+  std::optional<Failure> checked_reset(EnvInstance& env, std::string* obs) {
+    std::string call = "reset(seed=" + std::to_string(options_.episode_seed) + ")";
+    CallResult r = env.reset(options_.episode_seed, call_time());
+    if (!r.ok()) return call_failure(r, "reset_exception");
+    const PyValue& v = r.value;
+    if (!v.is_tuple() || v.items().size() != 2 || !v.items()[0].is_str() || !v.items()[1].is_dict())
+      return Failure{"reset_bad_return", call + " returned " + v.type_label() + " " + v.repr(80) +
+                                             "; expected a tuple (obs: str, info: dict)"};
+    std::string p = json_problem(v.items()[1], call + " info");
+    if (!p.empty()) return Failure{"info_not_json", p};
+    *obs = v.items()[0].as_str();
+    return std::nullopt;
+  }
+
+  // Plays actions_ (checked) after a reset; fills `trajectory` and `done`.
+  std::optional<Failure> play(EnvInstance& env, std::vector<std::string>* trajectory, bool* done) {
+    *done = false;
+    for (size_t i = 0; i < actions_.size(); ++i) {
+      std::string call = "step(" + PyValue::str(actions_[i]).repr(60) + ") #" + std::to_string(i + 1);
+      CallResult r = env.step(actions_[i], call_time());
+      step_seconds_.push_back(r.seconds);
+      if (!r.ok()) return call_failure(r, "step_exception");
+      if (auto failure = check_step_return(r.value, call)) return failure;
+      const std::vector<PyValue>& t = r.value.items();
+      if (i == 0 && t[3].as_bool() && !t[2].as_bool())
+        return Failure{"truncated_first_step", call + " returned truncated=True on the first step of an episode"};
+      std::string p = json_problem(t[4], call + " info");
+      if (!p.empty()) return Failure{"info_not_json", p};
+      trajectory->push_back(step_key(t));
+      if (t[2].as_bool() || t[3].as_bool()) {
+        *done = true;
+        break;
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Failure> episode() {
+    if (auto f = fresh(&contract_, 1)) return f;
+    std::string obs;
+    if (auto f = checked_reset(*contract_, &obs)) return f;
+    first_obs_ = obs;
+    // The program's own solution (when it has one) reaches the end quickly; then the boxed probes.
+    CallResult has = contract_->has("solution", call_time());
+    if (has.ok() && has.value.as_bool()) {
+      CallResult sol = contract_->call("solution", call_time());
+      if (!sol.ok() && sol.reason != "exception") return call_failure(sol, "step_exception");
+      if (sol.ok() && (sol.value.is_list() || sol.value.is_tuple()))
+        for (const PyValue& a : sol.value.items()) {
+          if (!a.is_str() || static_cast<int>(actions_.size()) >= 64) break;
+          actions_.push_back(a.as_str());
+        }
+    }
+    for (int i = 0; static_cast<int>(actions_.size()) < options_.episode_steps; ++i)
+      actions_.push_back(kBoxedProbes[i % 3]);
+    // solution() may have moved the state: start the recorded episode from a clean reset.
+    if (auto f = checked_reset(*contract_, &obs)) return f;
+    if (obs != first_obs_)
+      return Failure{"nondeterministic", "reset(seed=" + std::to_string(options_.episode_seed) +
+                                             ") gave different observations twice in one process: " +
+                                             PyValue::str(first_obs_).repr(60) + " then " + PyValue::str(obs).repr(60)};
+    return play(*contract_, &trajectory_, &done_);
+  }
+
+  std::optional<Failure> step_after_done() {
+    if (!done_) return std::nullopt;  // the episode did not end within the steps played: nothing to check
+    CallResult r = contract_->step(kBoxedProbes[0], call_time());
+    if (r.reason == "exception" || r.reason == "memory") return std::nullopt;  // raising is a defined answer
+    if (!r.ok()) return Failure{r.reason, "step after the episode ended: " + r.detail};
+    if (auto failure = check_step_return(r.value, "step after the episode ended")) {
+      failure->reason = "step_after_done_bad";
+      return failure;
+    }
+    return std::nullopt;
+  }
+
+  // Compares a replayed trajectory with the first one.
+  std::optional<Failure> same_trajectory(const std::vector<std::string>& again, const std::string& what) {
+    for (size_t i = 0; i < std::max(again.size(), trajectory_.size()); ++i) {
+      if (i < again.size() && i < trajectory_.size() && again[i] == trajectory_[i]) continue;
+      auto show = [](const std::vector<std::string>& t, size_t k) {
+        return k < t.size() ? PyValue::str(t[k].substr(0, t[k].find('\x1f'))).repr(60) : std::string("<episode over>");
+      };
+      return Failure{"nondeterministic", what + ": step " + std::to_string(i + 1) + " differs (" +
+                                             show(trajectory_, i) + " vs " + show(again, i) +
+                                             ") for the same seed and actions"};
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Failure> reset_after_done() {
+    std::string obs;
+    if (auto f = checked_reset(*contract_, &obs)) return f;
+    if (obs != first_obs_)
+      return Failure{"nondeterministic", "reset(seed=" + std::to_string(options_.episode_seed) +
+                                             ") after the episode gave " + PyValue::str(obs).repr(60) +
+                                             ", first " + PyValue::str(first_obs_).repr(60)};
+    std::vector<std::string> again;
+    bool done = false;
+    if (auto f = play(*contract_, &again, &done)) return f;
+    return same_trajectory(again, "replay in the same process");
+  }
+
+  std::optional<Failure> across_processes() {
+    std::unique_ptr<EnvInstance> other;
+    if (auto f = fresh(&other, 2)) return f;
+    std::string obs;
+    if (auto f = checked_reset(*other, &obs)) return f;
+    if (obs != first_obs_)
+      return Failure{"nondeterministic", "reset(seed=" + std::to_string(options_.episode_seed) +
+                                             ") in a second process (global RNGs reseeded) gave " +
+                                             PyValue::str(obs).repr(60) + ", the first " +
+                                             PyValue::str(first_obs_).repr(60)};
+    std::vector<std::string> again;
+    bool done = false;
+    if (auto f = play(*other, &again, &done)) return f;
+    return same_trajectory(again, "replay in a second process (global RNGs reseeded)");
+  }
+
+  std::optional<Failure> close_twice() {
+    CallResult has = contract_->has("close", call_time());
+    if (!has.ok()) return call_failure(has, "close_exception");
+    if (!has.value.as_bool()) return std::nullopt;
+    for (int i = 0; i < 2; ++i) {
+      CallResult r = contract_->call("close", call_time());
+      if (!r.ok()) return call_failure(r, "close_exception");
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Failure> step_latency() {
+    if (step_seconds_.empty()) return std::nullopt;
+    double total = 0;
+    for (double s : step_seconds_) total += s;
+    double mean = total / static_cast<double>(step_seconds_.size());
+    if (mean > options_.step_budget_s) {
+      char text[160];
+      std::snprintf(text, sizeof(text), "mean step() time %.3f s over %zu steps exceeds the budget of %.3f s",
+                    mean, step_seconds_.size(), options_.step_budget_s);
+      return Failure{"step_too_slow", text};
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Failure> tool_report() {
+    if (tool_report_) return std::nullopt;
+    std::unique_ptr<EnvInstance> env;
+    if (auto f = fresh(&env, 3)) return f;
+    CallResult r = env->tool_use_report({0, 1, 2}, call_time());
+    if (!r.ok()) return call_failure(r, "reset_exception");
+    const PyValue* seeds = r.value.find("seeds");
+    const PyValue* problem = r.value.find("schema_problem");
+    if (!r.value.is_dict() || seeds == nullptr || !seeds->is_list() || problem == nullptr)
+      return Failure{"protocol", "tool_use_report returned " + r.value.repr(80)};
+    tool_report_ = r.value;
+    return std::nullopt;
+  }
+
+  std::optional<Failure> tool_schemas() {
+    if (auto f = tool_report()) return f;
+    const PyValue* problem = tool_report_->find("schema_problem");
+    if (problem->is_str()) return Failure{"tool_schema_invalid", problem->as_str()};
+    if (!problem->is_none()) return Failure{"protocol", "tool_use_report: schema_problem is " + problem->type_label()};
+    return std::nullopt;
+  }
+
+  std::optional<Failure> deterministic_reset() {
+    if (auto f = tool_report()) return f;
+    // criterion index -> (seeds where it could be evaluated, seeds where it raised, last message)
+    std::map<size_t, std::pair<int, int>> counts;
+    std::map<size_t, std::string> last_error;
+    int evaluable = 0;
+    std::string reset_error;
+    for (const PyValue& row : tool_report_->find("seeds")->items()) {
+      const PyValue* reset = row.find("reset");
+      const PyValue* criteria = row.find("criteria");
+      if (reset == nullptr || !reset->is_str() || criteria == nullptr || !criteria->is_list())
+        return Failure{"protocol", "tool_use_report: malformed seed row " + row.repr(80)};
+      if (reset->as_str() != "ok") {
+        reset_error = reset->as_str();
+        continue;
+      }
+      ++evaluable;
+      for (size_t i = 0; i < criteria->items().size(); ++i) {
+        const PyValue& c = criteria->items()[i];
+        counts[i].first++;
+        if (!c.is_str() || c.as_str() != "ok") {
+          counts[i].second++;
+          last_error[i] = c.is_str() ? c.as_str() : c.repr(60);
+        }
+      }
+    }
+    if (evaluable == 0) return Failure{"reset_exception", "reset raised at every seed 0, 1, 2: " + reset_error};
+    for (const auto& [i, c] : counts)
+      if (c.first == c.second)
+        return Failure{"criterion_always_raises", "_message_criteria[" + std::to_string(i) +
+                                                      "] raised at every evaluable seed: " + last_error[i]};
+    return std::nullopt;
+  }
+
   EnvServer& server_;
   const std::string& source_;
   ValidateOptions options_;
@@ -162,6 +425,13 @@ class SmokeTest {
   std::unique_ptr<EnvInstance> instance_;
   std::unique_ptr<Game> game_;
   ValidationReport report_;
+  // contract gates
+  std::unique_ptr<EnvInstance> contract_;
+  std::vector<std::string> actions_, trajectory_;
+  std::vector<double> step_seconds_;
+  std::string first_obs_;
+  bool done_ = false;
+  std::optional<PyValue> tool_report_;
 };
 
 }  // namespace

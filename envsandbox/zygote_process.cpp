@@ -11,11 +11,16 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
 #include <thread>
 #include <vector>
 
 #include "common/error.h"
 #include "envsandbox/frame.h"
+#include "envsandbox/isolation.h"
 #include "envsandbox/protocol.h"
 #include "envsandbox/remove_tree.h"
 
@@ -27,6 +32,50 @@ namespace {
 constexpr double kControlTimeoutS = 10;  // the zygote answers control requests in microseconds
 
 bool executable(const std::string& path) { return !path.empty() && access(path.c_str(), X_OK) == 0; }
+
+// A process-wide thread that lives until exit and does every posix_spawn of a zygote. bwrap's
+// --die-with-parent (PR_SET_PDEATHSIG) fires when the *thread* that created the process exits: spawning
+// from the caller's thread would kill the pool when, e.g., a worker thread that built the EnvServer ends.
+class SpawnerThread {
+ public:
+  static SpawnerThread& get() {
+    static SpawnerThread* instance = new SpawnerThread();  // never destroyed: the thread outlives main
+    return *instance;
+  }
+  // Runs `fn` on the spawner thread and waits for it.
+  void run(const std::function<void()>& fn) {
+    std::promise<void> done;
+    std::future<void> finished = done.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      tasks_.push_back([&] {
+        fn();
+        done.set_value();
+      });
+    }
+    cv_.notify_one();
+    finished.wait();
+  }
+
+ private:
+  SpawnerThread() {
+    std::thread([this] {
+      for (;;) {
+        std::function<void()> task;
+        {
+          std::unique_lock<std::mutex> lock(mu_);
+          cv_.wait(lock, [this] { return !tasks_.empty(); });
+          task = std::move(tasks_.front());
+          tasks_.pop_front();
+        }
+        task();
+      }
+    }).detach();
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+};
 
 std::string self_dir() {
   char buf[PATH_MAX];
@@ -67,6 +116,12 @@ std::string locate_envd(const std::string& configured) {
 }
 
 std::shared_ptr<ZygoteProcess> ZygoteProcess::start(const std::string& envd_path, double startup_timeout_s) {
+  return start(std::vector<std::string>{envd_path}, startup_timeout_s, false);
+}
+
+std::shared_ptr<ZygoteProcess> ZygoteProcess::start(const std::vector<std::string>& command, double startup_timeout_s,
+                                                    bool private_tmp) {
+  const std::string& envd_path = command.at(0);
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     throw Error(std::string("spade-envd: socketpair failed: ") + std::strerror(errno));
@@ -97,11 +152,14 @@ std::shared_ptr<ZygoteProcess> ZygoteProcess::start(const std::string& envd_path
   std::vector<char*> envp;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::string arg0 = envd_path;
-  char* argv[] = {arg0.data(), nullptr};
+  std::vector<std::string> args = command;
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
 
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, envd_path.c_str(), &actions, &attr, argv, envp.data());
+  int rc = 0;
+  SpawnerThread::get().run([&] { rc = posix_spawn(&pid, envd_path.c_str(), &actions, &attr, argv.data(), envp.data()); });
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(child_end);
@@ -126,11 +184,14 @@ std::shared_ptr<ZygoteProcess> ZygoteProcess::start(const std::string& envd_path
     throw Error("spade-envd ('" + envd_path + "') failed to start: " + message);
   }
   std::string root = ready.value("tmp_root", "");
-  if (root.find("/spade-envd-") != std::string::npos) zygote->tmp_root_ = root;  // only ever remove our own
+  if (!private_tmp && root.find("/spade-envd-") != std::string::npos) zygote->tmp_root_ = root;  // only ever remove our own
+  zygote->ready_ = ready;
   return zygote;
 }
 
 ZygoteProcess::~ZygoteProcess() { stop(); }
+
+int64_t ZygoteProcess::oom_kills() const { return cgroup ? cgroup->oom_kills() : -1; }
 
 void ZygoteProcess::stop() {
   std::lock_guard<std::mutex> lock(mu_);

@@ -1,6 +1,8 @@
 // Internal to envsandbox/: the host's handle on one spade-envd process and its control channel
 // (protocol.h). Started with posix_spawn (never fork: the host may run LibTorch threads), with an
-// empty signal mask, default signal dispositions, its own process group and a minimal environment.
+// empty signal mask, default signal dispositions, its own process group and a minimal environment,
+// from one process-wide thread that lives until exit (so bwrap's --die-with-parent, which follows the
+// creating thread, never fires while the host process lives).
 //
 // Thread-safety: all methods are thread-safe (one control request at a time).
 #pragma once
@@ -10,8 +12,11 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace spade::envsandbox::detail {
+
+class PoolCgroup;
 
 /// Where spade-envd is looked for: `configured` if non-empty, else $SPADE_ENVD, else next to
 /// /proc/self/exe, else SPADE_ENVD_BUILD_PATH. Throws spade::Error listing every place tried.
@@ -22,6 +27,15 @@ class ZygoteProcess {
   /// Starts `envd_path` and waits up to `startup_timeout_s` for its ready message. Throws spade::Error
   /// with the reason (exec failure, error message from spade-envd, timeout).
   static std::shared_ptr<ZygoteProcess> start(const std::string& envd_path, double startup_timeout_s);
+  /// Same with a full command line (isolation.h LaunchPlan::argv; argv[0] is executed). `private_tmp`:
+  /// the zygote's temporary root lives in its own mount namespace, so the host never removes it.
+  static std::shared_ptr<ZygoteProcess> start(const std::vector<std::string>& argv, double startup_timeout_s,
+                                              bool private_tmp);
+
+  /// The zygote's ready message (protocol.h).
+  const nlohmann::json& ready() const { return ready_; }
+  /// Host pid of the posix_spawned process (launcher -> bwrap or zygote).
+  pid_t host_pid() const { return pid_; }
 
   /// stop().
   ~ZygoteProcess();
@@ -47,6 +61,11 @@ class ZygoteProcess {
 
   ZygoteProcess(pid_t pid, int fd) : pid_(pid), fd_(fd) {}
 
+  /// The pool's cgroup (null without one): kept alive, and so not removed, while this handle lives.
+  std::shared_ptr<PoolCgroup> cgroup;
+  /// Kills by the pool cgroup's OOM killer so far; -1 without a memory cgroup.
+  int64_t oom_kills() const;
+
  private:
   bool request(const nlohmann::json& req, nlohmann::json* reply, int* passed_fd, std::string* error);
 
@@ -55,6 +74,7 @@ class ZygoteProcess {
   int fd_;
   bool broken_ = false;
   std::string tmp_root_;  // the zygote's directory of child working directories
+  nlohmann::json ready_;
 };
 
 }  // namespace spade::envsandbox::detail

@@ -33,8 +33,106 @@ TEST(Validate, AdmitsAGoodProgram) {
     EXPECT_EQ(g.verdict, "pass");
   }
   EXPECT_EQ(gates, (std::vector<std::string>{"load", "interface", "reset_seed_42", "step_probes",
-                                             "reset_seed_123", "lenient_play"}));
+                                             "reset_seed_123", "lenient_play", "episode", "step_after_done",
+                                             "reset_after_done", "determinism_across_processes", "close",
+                                             "step_latency"}));
   EXPECT_EQ(r.to_json()["admitted"], true);
+}
+
+TEST(Validate, SmokeOnlyRunsExactlyTheReferenceGate) {
+  ValidateOptions o;
+  o.smoke_only = true;
+  ValidationReport r = validate_game(shared_server(), program("unseeded_random.py"), o);
+  EXPECT_TRUE(r.admitted) << r.to_json().dump(2);  // the reference smoke test does not check determinism
+  EXPECT_EQ(r.gates.size(), 6u);
+  EXPECT_EQ(r.gates.back().gate, "lenient_play");
+}
+
+// Contract gates (sandbox-anchors.md "Checker conventions"): each program breaks exactly one rule.
+struct ContractCase {
+  const char* file;
+  const char* gate;
+  const char* reason;
+  const char* detail;  // a substring of the report's detail
+};
+
+TEST(Validate, ContractGatesRejectWithTheirReason) {
+  const ContractCase cases[] = {
+      {"unseeded_random.py", "reset_after_done", "nondeterministic", "step 1 differs"},
+      {"truncated_first.py", "episode", "truncated_first_step", "first step"},
+      {"info_lambda.py", "episode", "info_not_json", "function"},
+      {"nan_reward.py", "step_probes", "reward_out_of_range", "not finite"},
+      {"exit_after_done.py", "step_after_done", "exited", "status 3"},
+      {"close_raises.py", "close", "close_exception", "already closed"},
+  };
+  for (const ContractCase& c : cases) {
+    ValidationReport r = validate_then_recover(c.file);
+    EXPECT_FALSE(r.admitted) << c.file;
+    EXPECT_EQ(r.gates.back().gate, c.gate) << c.file << ": " << r.detail;
+    EXPECT_EQ(r.reason, c.reason) << c.file << ": " << r.detail;
+    EXPECT_NE(r.detail.find(c.detail), std::string::npos) << c.file << ": " << r.detail;
+  }
+}
+
+TEST(Validate, SameSeedAcrossReseededProcessesIsRequired) {
+  // Deterministic within one process (a counter seeded by reset), but it reads numpy's global RNG once
+  // at import time: a second process reseeded differently sees another world.
+  const std::string src =
+      "import random as _r\nclass DriftEnv:\n    def reset(self, seed=None):\n"
+      "        self.base = _r.random() if not hasattr(self, 'base') else self.base\n"
+      "        return 'base %.6f' % self.base, {}\n    def step(self, a):\n"
+      "        return 'x', 0.0, True, False, {}\n";
+  ValidationReport r = validate_game(shared_server(), src);
+  EXPECT_EQ(r.reason, "nondeterministic") << r.to_json().dump(2);
+  EXPECT_EQ(r.gates.back().gate, "determinism_across_processes");
+}
+
+TEST(Validate, StepLatencyBudget) {
+  ValidateOptions o;
+  o.step_budget_s = 0.01;
+  o.episode_steps = 4;
+  ValidationReport r = validate_game(shared_server(), program("slow_step.py"), o);
+  EXPECT_EQ(r.reason, "step_too_slow") << r.to_json().dump(2);
+  EXPECT_NE(r.detail.find("exceeds the budget of 0.010 s"), std::string::npos) << r.detail;
+  o.step_budget_s = 1.0;
+  EXPECT_TRUE(validate_game(shared_server(), program("slow_step.py"), o).admitted);
+}
+
+TEST(Validate, ToolUseGates) {
+  ValidateOptions o;
+  o.tool_use = true;
+  ValidationReport good = validate_game(shared_server(), program("tool_good.py"), o);
+  EXPECT_TRUE(good.admitted) << good.to_json().dump(2);
+  EXPECT_EQ(good.class_name, "InventoryEnv");  // the injected ToolUseEnv base is skipped
+  EXPECT_EQ(good.gates.back().gate, "deterministic_reset");
+  ValidationReport schema = validate_game(shared_server(), program("tool_bad_schema.py"), o);
+  EXPECT_EQ(schema.reason, "tool_schema_invalid") << schema.to_json().dump(2);
+  EXPECT_NE(schema.detail.find("'strin' is not a JSON Schema type"), std::string::npos) << schema.detail;
+  ValidationReport crit = validate_game(shared_server(), program("tool_criterion_raises.py"), o);
+  EXPECT_EQ(crit.reason, "criterion_always_raises") << crit.to_json().dump(2);
+  EXPECT_NE(crit.detail.find("_message_criteria[1]"), std::string::npos) << crit.detail;
+  EXPECT_NE(crit.detail.find("KeyError"), std::string::npos) << crit.detail;
+  // Without --tool-use the same program passes the game gates (the criterion is never evaluated).
+  EXPECT_TRUE(validate_game(shared_server(), program("tool_criterion_raises.py")).admitted);
+}
+
+TEST(Validate, ToolUseBaseClassPlaysTheSolution) {
+  auto env = shared_server().spawn();
+  ASSERT_TRUE(env->load(program("tool_good.py")).ok());
+  ASSERT_TRUE(env->reset(0).ok());
+  CallResult s1 = env->step("<tool_call>{\"name\": \"add\", \"arguments\": {\"fruit\": \"apples\", \"n\": 2}}</tool_call>");
+  ASSERT_TRUE(s1.ok()) << s1.detail;
+  EXPECT_NE(s1.value.items()[0].as_str().find("[user] Now add 1 pear."), std::string::npos) << s1.value.repr(200);
+  CallResult early = env->step("<answer>done</answer>");
+  EXPECT_EQ(early.value.items()[1].as_double(), 0.0);  // not all steps met yet
+  CallResult s2 = env->step("<tool_call><function=add><parameter=fruit>pears</parameter><parameter=n>1</parameter>"
+                            "</function></tool_call>");
+  ASSERT_TRUE(s2.ok());
+  CallResult bad = env->step("add a pear please");
+  EXPECT_EQ(bad.value.items()[1].as_double(), -0.1);  // reference §7: format errors -0.1
+  CallResult done = env->step("<answer>done</answer>");
+  EXPECT_EQ(done.value.items()[1].as_double(), 1.0);
+  EXPECT_TRUE(done.value.items()[2].as_bool());
 }
 
 TEST(Validate, SkipsBaseClassesAndCapsMaxTurns) {
