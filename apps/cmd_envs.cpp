@@ -11,18 +11,23 @@
 
 namespace spade::apps {
 
+void add_envs_play_command(CLI::App& envs);  // apps/cmd_envs_play.cpp
+
 void add_envs_commands(CLI::App& app) {
   CLI::App* envs = app.add_subcommand("envs", "environment programs");
   envs->require_subcommand(1);
   struct Args {
     std::vector<std::string> files;
     bool json = false;
+    bool tool_use = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* check = envs->add_subcommand(
       "check", "run the validation gates on environment programs; exit 0 all admitted, 1 any rejected, 2 usage");
   check->add_option("files", args->files, "Python environment files")->required();
   check->add_flag("--json", args->json, "print one JSON report per file");
+  check->add_flag("--tool-use", args->tool_use,
+                  "tool-use programs: also check the tool schemas and the deterministic reset gate (seeds 0, 1, 2)");
   check->callback([args] {
     set_action([args] {
       std::vector<std::string> sources;
@@ -38,7 +43,9 @@ void add_envs_commands(CLI::App& app) {
       bool all = true;
       nlohmann::json reports = nlohmann::json::array();
       for (size_t i = 0; i < sources.size(); ++i) {
-        envsandbox::ValidationReport r = envsandbox::validate_game(server, sources[i]);
+        envsandbox::ValidateOptions options;
+        options.tool_use = args->tool_use;
+        envsandbox::ValidationReport r = envsandbox::validate_game(server, sources[i], options);
         all &= r.admitted;
         if (args->json) {
           nlohmann::json j = r.to_json();
@@ -49,7 +56,7 @@ void add_envs_commands(CLI::App& app) {
         std::printf("%s: %s%s%s\n", args->files[i].c_str(), r.admitted ? "ADMITTED" : "REJECTED",
                     r.admitted ? "" : " -- ", r.admitted ? "" : r.reason.c_str());
         for (const envsandbox::GateResult& g : r.gates)
-          std::printf("  %-24s %-5s %8.1f ms  %s%s%s\n", g.gate.c_str(), g.verdict.c_str(), g.seconds * 1e3,
+          std::printf("  %-30s %-5s %8.1f ms  %s%s%s\n", g.gate.c_str(), g.verdict.c_str(), g.seconds * 1e3,
                       g.reason.c_str(), g.detail.empty() ? "" : ": ", g.detail.c_str());
         if (!r.admitted && !r.detail.empty()) std::printf("  detail: %s\n", r.detail.c_str());
       }
@@ -57,6 +64,7 @@ void add_envs_commands(CLI::App& app) {
       return all ? 0 : 1;
     });
   });
+  add_envs_play_command(*envs);
 }
 
 }  // namespace spade::apps

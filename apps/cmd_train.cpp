@@ -4,6 +4,7 @@
 
 #include "apps/commands.h"
 #include "common/atomic_file.h"
+#include "common/error.h"
 #include "embedded_config.h"
 #include "trainer/train.h"
 
@@ -59,11 +60,24 @@ std::string resolve_data_path(const std::string& path) {
 
 void add_train_commands(CLI::App& app) {
   auto args = std::make_shared<ConfigArgs>();
+  auto resume = std::make_shared<std::string>();
   CLI::App* train = app.add_subcommand("train", "run SPADE self-play (cold start + self-play steps)");
   add_config_options(train, *args);
-  train->callback([args] {
-    set_action([args] {
-      trainer::run_train(load(*args), {true}, print_line);
+  train->add_option("--resume", *resume,
+                    "continue RUN_DIR from its newest checkpoint with its saved config (--set still applies)");
+  train->callback([args, resume] {
+    set_action([args, resume] {
+      if (resume->empty()) {
+        trainer::run_train(load(*args), {true}, print_line);
+        return 0;
+      }
+      if (!args->config.empty() || !args->name.empty())
+        throw Error("train --resume uses RUN_DIR/config.yaml: drop --config and --name");
+      trainer::Config c = trainer::load_run_config(*resume, args->overrides);
+      c.seed_envs.dir = resolve_data_path(c.seed_envs.dir);
+      trainer::TrainOptions options;
+      options.resume = true;
+      trainer::run_train(c, options, print_line);
       return 0;
     });
   });

@@ -12,6 +12,12 @@ void add_train_commands(CLI::App& app);     // train, sft, config show
 void add_corpus_commands(CLI::App& app);    // corpus build
 void add_envs_commands(CLI::App& app);      // envs check
 void add_generate_command(CLI::App& app);   // generate
+void add_export_command(CLI::App& app);     // export (apps/cmd_export.cpp)
+void add_bench_sandbox_command(CLI::App& app);  // bench sandbox (apps/cmd_bench_sandbox.cpp)
+CLI::App* add_duel_commands(CLI::App& app);  // duel (found or created) + duel rate, bench duel; returns duel (apps/cmd_duel_rate.cpp)
+void add_duel_protocol_commands(CLI::App* duel);  // duel doctor | repos setup | bank generate | match (apps/cmd_duel.cpp)
+void add_score_command(CLI::App& app);     // score (apps/cmd_score.cpp)
+void add_bench_sampler_command(CLI::App& app);  // bench sampler (apps/cmd_bench_sampler.cpp)
 
 /// Sets the action of the parsed subcommand (called from the subcommands' callbacks).
 void set_action(std::function<int()> action);

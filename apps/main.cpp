@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <malloc.h>
 #include <unistd.h>
 
 #include "apps/commands.h"
@@ -17,12 +18,23 @@ int main(int argc, char** argv) {
     setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
     execv("/proc/self/exe", argv);  // returns only on failure: then carry on as we are
   }
+  // Keep large tensors (logits of a micro-batch are ~100 MB) on the heap so freed blocks are reused:
+  // glibc's default maps every allocation over 32 MB afresh, and the page faults of zeroing it cost
+  // a third of the training step's CPU time on this 2-core machine (measured: bench/RESULTS.md).
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+
   CLI::App app{"spade: training LLMs by self-play (SPADE) and scoring them in SWE-Duel matches"};
   app.require_subcommand(1);
   spade::apps::add_train_commands(app);
   spade::apps::add_corpus_commands(app);
   spade::apps::add_envs_commands(app);
   spade::apps::add_generate_command(app);
+  spade::apps::add_export_command(app);
+  spade::apps::add_bench_sandbox_command(app);
+  spade::apps::add_duel_protocol_commands(spade::apps::add_duel_commands(app));
+  spade::apps::add_score_command(app);
+  spade::apps::add_bench_sampler_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,5 +1,7 @@
 #include "policy/model_config.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace spade::policy {
@@ -65,12 +67,19 @@ std::string architecture_for(const std::string& model_type) {
   if (model_type == "llama") return "LlamaForCausalLM";
   if (model_type == "qwen2") return "Qwen2ForCausalLM";
   if (model_type == "qwen3") return "Qwen3ForCausalLM";
-  throw spade::Error("unknown model_type '" + model_type + "' (supported: llama, qwen2, qwen3)");
+  if (model_type == "qwen3_moe") return "Qwen3MoeForCausalLM";
+  throw spade::Error("unknown model_type '" + model_type + "' (supported: llama, qwen2, qwen3, qwen3_moe)");
+}
+
+bool ModelConfig::is_moe_layer(int64_t i) const {
+  if (num_experts <= 0) return false;
+  if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), i) != mlp_only_layers.end()) return false;
+  return decoder_sparse_step > 0 && (i + 1) % decoder_sparse_step == 0;
 }
 
 void ModelConfig::validate(const std::string& where) const {
-  if (model_type != "llama" && model_type != "qwen2" && model_type != "qwen3")
-    fail(where, "unknown model_type '" + model_type + "' (supported: llama, qwen2, qwen3)");
+  if (model_type != "llama" && model_type != "qwen2" && model_type != "qwen3" && model_type != "qwen3_moe")
+    fail(where, "unknown model_type '" + model_type + "' (supported: llama, qwen2, qwen3, qwen3_moe)");
   auto pos = [&](int64_t v, const char* k) {
     if (v <= 0) fail(where, std::string("key '") + k + "' must be positive, got " + std::to_string(v));
   };
@@ -91,16 +100,26 @@ void ModelConfig::validate(const std::string& where) const {
   if (!(rope_theta > 0)) fail(where, "rope_theta must be positive");
   if (torch_dtype != "float32" && torch_dtype != "bfloat16" && torch_dtype != "float16")
     fail(where, "torch_dtype '" + torch_dtype + "' is not supported (float32, bfloat16, float16)");
-  if (qk_norm && model_type != "qwen3")
-    fail(where, "qk_norm is only part of the qwen3 architecture");
+  if (qk_norm && model_type != "qwen3" && model_type != "qwen3_moe")
+    fail(where, "qk_norm is only part of the qwen3 architectures");
+  if (model_type == "qwen3_moe") {
+    pos(num_experts, "num_experts");
+    pos(moe_intermediate_size, "moe_intermediate_size");
+    pos(decoder_sparse_step, "decoder_sparse_step");
+    if (num_experts_per_tok <= 0 || num_experts_per_tok > num_experts)
+      fail(where, "num_experts_per_tok must be in [1, num_experts = " + std::to_string(num_experts) + "], got " +
+                      std::to_string(num_experts_per_tok));
+  } else if (num_experts != 0) {
+    fail(where, "num_experts is only part of the qwen3_moe architecture");
+  }
 }
 
 ModelConfig ModelConfig::from_json(const json& j, const std::string& where) {
   if (!j.is_object()) fail(where, "config must be a JSON object");
   ModelConfig c;
   c.model_type = require(j, "model_type", where).get<std::string>();
-  if (c.model_type != "llama" && c.model_type != "qwen2" && c.model_type != "qwen3")
-    fail(where, "key 'model_type' = '" + c.model_type + "' is not supported (llama, qwen2, qwen3)");
+  if (c.model_type != "llama" && c.model_type != "qwen2" && c.model_type != "qwen3" && c.model_type != "qwen3_moe")
+    fail(where, "key 'model_type' = '" + c.model_type + "' is not supported (llama, qwen2, qwen3, qwen3_moe)");
   c.vocab_size = req_int(j, "vocab_size", where);
   c.hidden_size = req_int(j, "hidden_size", where);
   c.intermediate_size = req_int(j, "intermediate_size", where);
@@ -139,7 +158,23 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& where) {
   // Qwen2 has q/k/v biases without a flag (trainer-anchors §6).
   c.attention_bias = c.model_type == "qwen2" ||
                      opt<bool>(j, "attention_bias", false, [&](const json& v) { return v.get<bool>(); });
-  c.qk_norm = c.model_type == "qwen3";
+  c.qk_norm = c.model_type == "qwen3" || c.model_type == "qwen3_moe";
+  if (c.model_type == "qwen3_moe") {
+    c.num_experts = req_int(j, "num_experts", where);
+    c.num_experts_per_tok = req_int(j, "num_experts_per_tok", where);
+    c.moe_intermediate_size = req_int(j, "moe_intermediate_size", where);
+    c.norm_topk_prob = opt<bool>(j, "norm_topk_prob", false, [&](const json& v) {
+      if (!v.is_boolean()) fail(where, "key 'norm_topk_prob' must be a boolean");
+      return v.get<bool>();
+    });
+    c.decoder_sparse_step = opt<int64_t>(j, "decoder_sparse_step", 1, [&](const json& v) {
+      return get_int(v, "decoder_sparse_step", where);
+    });
+    if (j.contains("mlp_only_layers") && !j.at("mlp_only_layers").is_null()) {
+      if (!j.at("mlp_only_layers").is_array()) fail(where, "key 'mlp_only_layers' must be a list of layer indices");
+      for (const auto& x : j.at("mlp_only_layers")) c.mlp_only_layers.push_back(get_int(x, "mlp_only_layers[]", where));
+    }
+  }
   c.bos_token_id = opt<int64_t>(j, "bos_token_id", -1, [&](const json& v) { return get_int(v, "bos_token_id", where); });
   if (j.contains("eos_token_id") && !j.at("eos_token_id").is_null()) {
     const json& e = j.at("eos_token_id");
@@ -199,6 +234,15 @@ json ModelConfig::to_json() const {
   if (eos_token_ids.size() == 1) j["eos_token_id"] = eos_token_ids[0];
   else if (!eos_token_ids.empty()) j["eos_token_id"] = eos_token_ids;
   j["torch_dtype"] = torch_dtype;
+  if (model_type == "qwen3_moe") {
+    j["num_experts"] = num_experts;
+    j["num_experts_per_tok"] = num_experts_per_tok;
+    j["moe_intermediate_size"] = moe_intermediate_size;
+    j["norm_topk_prob"] = norm_topk_prob;
+    j["decoder_sparse_step"] = decoder_sparse_step;
+    j["mlp_only_layers"] = mlp_only_layers;
+    j["output_router_logits"] = false;
+  }
   return j;
 }
 
@@ -208,9 +252,12 @@ int64_t ModelConfig::num_parameters() const {
   if (attention_bias) attn += nh * d + 2 * kv * d;
   if (o_proj_bias()) attn += h;
   if (qk_norm) attn += 2 * d;
-  const int64_t mlp = 3 * h * intermediate_size;
-  const int64_t layer = attn + mlp + 2 * h;
-  int64_t total = vocab_size * h + num_hidden_layers * layer + h;
+  int64_t total = vocab_size * h + h;
+  for (int64_t i = 0; i < num_hidden_layers; ++i) {
+    const int64_t mlp = is_moe_layer(i) ? num_experts * h + num_experts * 3 * h * moe_intermediate_size
+                                        : 3 * h * intermediate_size;
+    total += attn + mlp + 2 * h;
+  }
   if (!tie_word_embeddings) total += vocab_size * h;
   return total;
 }

@@ -1,5 +1,5 @@
 // ModelConfig: the architecture hyper-parameters of a decoder-only policy, mirroring Hugging Face
-// config.json for the llama, qwen2 and qwen3 families (trainer-anchors.md §6).
+// config.json for the llama, qwen2, qwen3 and qwen3_moe families (trainer-anchors.md §6).
 // A plain value type; thread-compatible (no shared state).
 #pragma once
 
@@ -22,7 +22,7 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string model_type = "llama";  // "llama" | "qwen2" | "qwen3"
+  std::string model_type = "llama";  // "llama" | "qwen2" | "qwen3" | "qwen3_moe"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -43,6 +43,20 @@ struct ModelConfig {
   int64_t bos_token_id = -1;               // -1 = none
   std::vector<int64_t> eos_token_ids;      // config "eos_token_id": int or list
   std::string torch_dtype = "float32";     // "float32" | "bfloat16" | "float16"
+
+  // Mixture of experts (qwen3_moe; HF Qwen3MoeSparseMoeBlock). A sparse layer replaces the dense MLP
+  // by a router mlp.gate.weight [num_experts, hidden] and experts mlp.experts.{e}.{gate,up,down}_proj
+  // ([moe_intermediate_size, hidden] / [hidden, moe_intermediate_size]): probs = softmax(router logits)
+  // in fp32, keep the top num_experts_per_tok, renormalise them to sum 1 if norm_topk_prob, and sum
+  // the chosen experts' SwiGLU outputs weighted by those probs (cast to the model dtype).
+  int64_t num_experts = 0;                 // 0 = dense model
+  int64_t num_experts_per_tok = 0;         // router top-k
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = false;             // HF Qwen3MoeConfig default false; Qwen3-30B-A3B sets true
+  int64_t decoder_sparse_step = 1;         // layer i is sparse iff (i + 1) % step == 0 ...
+  std::vector<int64_t> mlp_only_layers;    // ... and i is not listed here (those keep the dense MLP)
+  /// Whether layer `i` uses the mixture of experts (HF Qwen3MoeDecoderLayer's rule).
+  bool is_moe_layer(int64_t i) const;
 
   /// num_key_value_heads / head_dim with the defaults above resolved.
   int64_t kv_heads() const { return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads; }

@@ -100,6 +100,68 @@ void KVCache::clear() {
   lengths_.clear();
 }
 
+KVCache KVCache::gather_row(int64_t row, const torch::Tensor& columns) const {
+  KVCache out;
+  if (k_.empty()) return out;
+  if (row < 0 || row >= batch_size())
+    throw spade::Error("KVCache::gather_row: row " + std::to_string(row) + " out of range [0, " +
+                       std::to_string(batch_size()) + ")");
+  const int64_t c = columns.numel();
+  for (size_t l = 0; l < k_.size(); ++l) {
+    auto cols = columns.to(k_[l].device(), torch::kLong);
+    for (auto [src, dst] : {std::make_pair(&k_[l], &out.k_), std::make_pair(&v_[l], &out.v_)}) {
+      auto fresh = torch::empty({1, src->size(1), c + 64, src->size(3)}, src->options());
+      fresh.narrow(2, 0, c).copy_(src->narrow(0, row, 1).index_select(2, cols));
+      dst->push_back(fresh);
+    }
+    out.lengths_.push_back(c);
+  }
+  return out;
+}
+
+KVCache KVCache::stack(const std::vector<const KVCache*>& parts, int64_t length) {
+  KVCache out;
+  const KVCache* like = nullptr;
+  for (const KVCache* p : parts)
+    if (p && !p->k_.empty()) {
+      like = p;
+      break;
+    }
+  if (!like) return out;
+  int64_t rows = 0;
+  for (const KVCache* p : parts) {
+    if (!p || p->k_.empty()) {
+      rows += 1;
+      continue;
+    }
+    if (p->k_.size() != like->k_.size()) throw spade::Error("KVCache::stack: parts differ in layer count");
+    if (p->length() > length)
+      throw spade::Error("KVCache::stack: a part has " + std::to_string(p->length()) + " columns, more than " +
+                         std::to_string(length));
+    rows += p->batch_size();
+  }
+  for (size_t l = 0; l < like->k_.size(); ++l) {
+    for (bool is_v : {false, true}) {
+      const torch::Tensor& ref = is_v ? like->v_[l] : like->k_[l];
+      auto fresh = torch::zeros({rows, ref.size(1), length + 64, ref.size(3)}, ref.options());
+      int64_t r = 0;
+      for (const KVCache* p : parts) {
+        if (!p || p->k_.empty()) {
+          r += 1;
+          continue;
+        }
+        const torch::Tensor& src = is_v ? p->v_[l] : p->k_[l];
+        const int64_t len = p->lengths_[l], b = src.size(0);
+        if (len > 0) fresh.narrow(0, r, b).narrow(2, length - len, len).copy_(src.narrow(2, 0, len));
+        r += b;
+      }
+      (is_v ? out.v_ : out.k_).push_back(fresh);
+    }
+    out.lengths_.push_back(length);
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Numerics shared by forward and tests
 // ---------------------------------------------------------------------------------------------
@@ -131,14 +193,28 @@ torch::Tensor rope_inv_freq(const ModelConfig& c) {
   return inv_freq;
 }
 
-torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& positions, const torch::Tensor& inv_freq) {
-  // angles [B, T, D/2] in fp32, duplicated to [B, 1, T, D] (HF: emb = cat(freqs, freqs)).
+namespace {
+
+// cos and sin of the RoPE angles, [B, 1, T, D] in `dtype`: angles positions * inv_freq in fp32,
+// duplicated to D (HF: emb = cat(freqs, freqs)).
+std::pair<torch::Tensor, torch::Tensor> rope_cos_sin(const torch::Tensor& positions, const torch::Tensor& inv_freq,
+                                                     c10::ScalarType dtype) {
   auto freqs = positions.to(torch::kFloat32).unsqueeze(-1) * inv_freq.to(positions.device()).view({1, 1, -1});
   auto emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);
-  auto cos = emb.cos().to(x.scalar_type()), sin = emb.sin().to(x.scalar_type());
+  return {emb.cos().to(dtype), emb.sin().to(dtype)};
+}
+
+torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   const int64_t half = x.size(-1) / 2;
   auto rotated = torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);  // rotate_half
   return x * cos + rotated * sin;
+}
+
+}  // namespace
+
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& positions, const torch::Tensor& inv_freq) {
+  auto [cos, sin] = rope_cos_sin(positions, inv_freq, x.scalar_type());
+  return rotate(x, cos, sin);
 }
 
 torch::Tensor token_logprobs(const torch::Tensor& logits, const torch::Tensor& targets, double temperature) {
@@ -199,9 +275,21 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
     }
     w.post_norm = param(*child(*layer, "post_attention_layernorm"), "weight", {h}, 1.0);
     auto mlp = child(*layer, "mlp");
-    w.gate_proj = param(*child(*mlp, "gate_proj"), "weight", {ff, h}, 0.0);
-    w.up_proj = param(*child(*mlp, "up_proj"), "weight", {ff, h}, 0.0);
-    w.down_proj = param(*child(*mlp, "down_proj"), "weight", {h, ff}, 0.0);
+    if (config_.is_moe_layer(i)) {
+      const int64_t E = config_.num_experts, mf = config_.moe_intermediate_size;
+      w.router = param(*child(*mlp, "gate"), "weight", {E, h}, 0.0);
+      auto experts = child(*mlp, "experts");
+      for (int64_t e = 0; e < E; ++e) {
+        auto ex = child(*experts, std::to_string(e));
+        w.expert_gate.push_back(param(*child(*ex, "gate_proj"), "weight", {mf, h}, 0.0));
+        w.expert_up.push_back(param(*child(*ex, "up_proj"), "weight", {mf, h}, 0.0));
+        w.expert_down.push_back(param(*child(*ex, "down_proj"), "weight", {h, mf}, 0.0));
+      }
+    } else {
+      w.gate_proj = param(*child(*mlp, "gate_proj"), "weight", {ff, h}, 0.0);
+      w.up_proj = param(*child(*mlp, "up_proj"), "weight", {ff, h}, 0.0);
+      w.down_proj = param(*child(*mlp, "down_proj"), "weight", {h, ff}, 0.0);
+    }
     layers_.push_back(w);
   }
   final_norm_ = param(*child(*model, "norm"), "weight", {h}, 1.0);
@@ -234,6 +322,42 @@ torch::Tensor TransformerImpl::lm_head(const torch::Tensor& hidden) {
   return torch::matmul(hidden, lm_head_.t()).to(torch::kFloat32);
 }
 
+namespace {
+
+// qwen3_moe sparse MLP (HF Qwen3MoeSparseMoeBlock): h [B, T, hidden] -> [B, T, hidden].
+torch::Tensor moe_mlp(const torch::Tensor& h, const TransformerImpl::LayerWeights& w, const ModelConfig& c) {
+  const int64_t H = h.size(-1), k = c.num_experts_per_tok;
+  auto x = h.reshape({-1, H});                                             // [N, hidden]
+  auto probs = torch::softmax(torch::linear(x, w.router), -1, torch::kFloat32);  // [N, experts] fp32
+  auto [top_p, top_i] = probs.topk(k, -1);                                 // [N, k], descending
+  if (c.norm_topk_prob) top_p = top_p / top_p.sum(-1, /*keepdim=*/true);
+  top_p = top_p.to(x.scalar_type());
+  // Rows routed to each expert (host side: one pass over the N x k choices).
+  auto idx = top_i.to(torch::kCPU).contiguous();
+  const int64_t* ip = idx.data_ptr<int64_t>();
+  std::vector<std::vector<int64_t>> rows(c.num_experts), slots(c.num_experts);
+  for (int64_t n = 0; n < idx.size(0); ++n)
+    for (int64_t j = 0; j < k; ++j) {
+      rows[ip[n * k + j]].push_back(n);
+      slots[ip[n * k + j]].push_back(n * k + j);
+    }
+  auto out = torch::zeros_like(x);
+  auto flat_p = top_p.reshape({-1});
+  const auto i64 = torch::TensorOptions().dtype(torch::kLong).device(x.device());
+  for (int64_t e = 0; e < c.num_experts; ++e) {  // expert order, as HF's index_add_ loop
+    if (rows[e].empty()) continue;
+    auto r = torch::tensor(rows[e], torch::kLong).to(i64.device());
+    auto xe = x.index_select(0, r);
+    auto ye = torch::linear(torch::silu(torch::linear(xe, w.expert_gate[e])) * torch::linear(xe, w.expert_up[e]),
+                            w.expert_down[e]);
+    auto pe = flat_p.index_select(0, torch::tensor(slots[e], torch::kLong).to(i64.device()));
+    out.index_add_(0, r, ye * pe.unsqueeze(-1));
+  }
+  return out.view(h.sizes());
+}
+
+}  // namespace
+
 // The whole decoder, top to bottom (cf. llama2.c `forward`).
 torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& positions,
                                        KVCache* cache, const torch::Tensor& key_mask) {
@@ -264,8 +388,9 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, const tor
     mask = allowed.view({allowed.size(0), 1, 1, T, S});
   }
 
-  // 1. Token embedding.
+  // 1. Token embedding; RoPE cos/sin of these positions (shared by every layer).
   torch::Tensor x = torch::embedding(embed_tokens_, input_ids);  // [B, T, hidden]
+  const auto [rope_cos, rope_sin] = rope_cos_sin(positions, inv_freq, x.scalar_type());  // [B, 1, T, d]
 
   for (size_t l = 0; l < layers_.size(); ++l) {
     const LayerWeights& w = layers_[l];
@@ -279,26 +404,30 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, const tor
       q = rms_norm(q, w.q_norm, c.rms_norm_eps);
       k = rms_norm(k, w.k_norm, c.rms_norm_eps);
     }
-    q = apply_rope(q.transpose(1, 2), positions, inv_freq);  // [B, nh, T, d]
-    k = apply_rope(k.transpose(1, 2), positions, inv_freq);  // [B, kvh, T, d]
+    q = rotate(q.transpose(1, 2), rope_cos, rope_sin);  // [B, nh, T, d]
+    k = rotate(k.transpose(1, 2), rope_cos, rope_sin);  // [B, kvh, T, d]
     v = v.transpose(1, 2);
 
     // 3. KV cache: append the new keys/values, attend over cache + new.
     if (cache) std::tie(k, v) = cache->append(l, k, v);     // [B, kvh, S, d]
 
     // 4. Grouped-query attention: query head j*groups+g uses kv head j (HF repeat_kv), without
-    //    materialising repeated K/V: q viewed as [B, kvh, groups, T, d].
-    auto qg = q.reshape({B, kvh, groups, T, d});
-    auto scores = torch::matmul(qg, k.unsqueeze(2).transpose(-1, -2)) * scale;  // [B, kvh, g, T, S]
-    if (mask.defined()) scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
+    //    materialising repeated K/V: the g query heads of kv head j are stacked as g*T query rows,
+    //    [B, kvh, g*T, d], so both products are plain batched GEMMs over (B, kvh) that read the cached
+    //    K/V in place (a broadcast matmul would copy K and V g times per layer and step).
+    auto qg = q.reshape({B, kvh, groups * T, d});
+    auto scores = torch::matmul(qg, k.transpose(-1, -2)).mul_(scale);           // [B, kvh, g*T, S]
+    if (mask.defined())
+      scores.view({B, kvh, groups, T, S}).masked_fill_(mask.logical_not(), -std::numeric_limits<float>::infinity());
     auto probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
-    auto attn = torch::matmul(probs, v.unsqueeze(2));                            // [B, kvh, g, T, d]
-    attn = attn.reshape({B, nh, T, d}).transpose(1, 2).reshape({B, T, nh * d});
+    auto attn = torch::matmul(probs, v);                                         // [B, kvh, g*T, d]
+    attn = attn.view({B, nh, T, d}).transpose(1, 2).reshape({B, T, nh * d});
     x = x + torch::linear(attn, w.o_proj, w.o_bias);
 
-    // 5. MLP block: pre-norm, SwiGLU.
+    // 5. MLP block: pre-norm, SwiGLU (or a mixture of SwiGLU experts).
     h = rms_norm(x, w.post_norm, c.rms_norm_eps);
-    x = x + torch::linear(torch::silu(torch::linear(h, w.gate_proj)) * torch::linear(h, w.up_proj), w.down_proj);
+    if (w.router.defined()) x = x + moe_mlp(h, w, c);
+    else x = x + torch::linear(torch::silu(torch::linear(h, w.gate_proj)) * torch::linear(h, w.up_proj), w.down_proj);
   }
 
   // 6. Final norm (logits via lm_head()).

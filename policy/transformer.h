@@ -1,4 +1,4 @@
-// Transformer: a Llama-style decoder-only language model (llama / qwen2 / qwen3 families) as a
+// Transformer: a Llama-style decoder-only language model (llama / qwen2 / qwen3 / qwen3_moe) as a
 // torch::nn::Module whose parameter names equal the Hugging Face safetensors names, so
 // `named_parameters()` keys are exactly the checkpoint's tensor names (trainer-anchors.md §6).
 //
@@ -6,7 +6,9 @@
 //   RMSNorm computed in fp32, cast back to the input dtype, then multiplied by the weight;
 //   rotate-half RoPE with inv_freq = theta^(-2i/d) computed in fp32 (+ optional llama3 scaling);
 //   grouped-query attention (kv head j serves query heads j*g .. j*g+g-1), scale 1/sqrt(head_dim),
-//   softmax in fp32; SwiGLU MLP down(silu(gate(x)) * up(x)); Qwen3 per-head q/k RMSNorm before RoPE.
+//   softmax in fp32; SwiGLU MLP down(silu(gate(x)) * up(x)); Qwen3 per-head q/k RMSNorm before RoPE;
+//   qwen3_moe sparse layers: router softmax in fp32, top-k experts, optional renormalisation of the
+//   top-k probabilities, weighted sum of the chosen experts' SwiGLU outputs (Qwen3MoeSparseMoeBlock).
 //
 // Thread safety: a module is not safe for concurrent forward() calls that share a KVCache; distinct
 // caches on one module are fine under torch::NoGradGuard (the parameters are only read).
@@ -57,6 +59,19 @@ struct KVCache {
   /// Empties the cache (frees its storage).
   void clear();
 
+  /// A one-row cache holding the columns `columns` (int64 [C], ascending slot indices, on any device)
+  /// of row `row`, compacted to length C: used to park one sequence's real (non-padding) keys/values
+  /// between the turns of an episode. Returns an empty cache if this one is empty.
+  /// Throws spade::Error if `row` is out of range.
+  KVCache gather_row(int64_t row, const torch::Tensor& columns) const;
+
+  /// Stacks the rows of `parts` (in order) into one cache of `length` columns, each part right-aligned
+  /// (its columns are the last ones; the front is zero padding the caller masks out). Empty parts
+  /// (no layers) become all-padding rows of batch 1. Layer count, kv heads, head_dim, dtype and device
+  /// come from the first non-empty part; if every part is empty the result is empty.
+  /// Throws spade::Error if a part is longer than `length` or parts differ in layers.
+  static KVCache stack(const std::vector<const KVCache*>& parts, int64_t length);
+
  private:
   void reallocate(int64_t front_pad, int64_t drop, int64_t capacity);
   std::vector<torch::Tensor> k_, v_;   // [B, kv_heads, capacity, head_dim]
@@ -95,7 +110,9 @@ class TransformerImpl : public torch::nn::Module {
     torch::Tensor input_norm, q_proj, k_proj, v_proj, o_proj;
     torch::Tensor q_bias, k_bias, v_bias, o_bias;  // attention_bias (o_bias: not qwen2)
     torch::Tensor q_norm, k_norm;                  // qk_norm (qwen3), [head_dim]
-    torch::Tensor post_norm, gate_proj, up_proj, down_proj;
+    torch::Tensor post_norm, gate_proj, up_proj, down_proj;  // dense MLP (undefined in a MoE layer)
+    torch::Tensor router;                                     // MoE: mlp.gate.weight [experts, hidden]
+    std::vector<torch::Tensor> expert_gate, expert_up, expert_down;  // MoE: mlp.experts.{e}.*_proj.weight
   };
 
  private:

@@ -1,6 +1,9 @@
 // Multi-turn agent episodes: the policy plays environments in the sandbox, token-in/token-out.
-// Many episodes advance together: each turn, the histories of all live episodes are decoded in
-// one batched generate() call, then every environment is stepped. Not thread-safe.
+// Many episodes advance together: each turn, all live episodes are decoded in one batched call, then
+// every environment is stepped. Each episode's KV cache persists across its turns (a
+// GenerationSession): a turn prefills only the tokens appended since the previous one (the previous
+// turn's end-of-turn token and the new observation), so a turn costs O(new tokens); the history is
+// never recomputed or re-tokenized. Not thread-safe.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -40,12 +43,18 @@ struct EpisodeOptions {
   int reserve_tokens = 64;    // reference §3: max_new = min(cap, context_left - 64); stop when <= 64 left
   int max_batch = 64;
   int max_turns_cap = 25;     // passed to the environment constructor (min(class default, cap))
+  /// true: KV caches persist across turns (GenerationSession). false: every turn re-prefills each
+  /// episode's whole history through generate() (the reference behaviour, kept for equivalence
+  /// tests). Both sample the same tokens for the same seed; logprobs agree to ~1e-6.
+  bool persistent_kv_cache = true;
 };
 
 /// Plays every spec once. Environments that fail to load or reset produce a result with
 /// `failure` set and an empty sample. Reference §3 rules: a response without EOS ends the episode
 /// as truncated without stepping; full context ends it; turn limit ends it as truncated.
-/// `seed` makes sampling reproducible.
+/// `seed` makes sampling reproducible: turn k of the call samples with seed + k * 1000003 and the
+/// live episode at index a of that turn draws from stream a (see generate()).
+/// Each result's sample.temperature is the logprob temperature (sampling temperature, 1 if greedy).
 std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer& server,
                                          const std::vector<EpisodeSpec>& specs,
                                          const EpisodeOptions& options, uint64_t seed);

@@ -9,7 +9,19 @@
 #include "common/error.h"
 
 namespace spade::rollout {
+
+/// One sequence: its token history and, between turns, the K/V of tokens[0, cached) (batch 1,
+/// compact). While a turn runs, its keys/values live in the running batch's cache instead.
+struct GenerationSession::Sequence {
+  std::vector<int64_t> tokens;
+  int64_t cached = 0;
+  policy::KVCache cache;
+  bool released = false;
+};
+
 namespace {
+
+using Sequence = GenerationSession::Sequence;
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -28,73 +40,112 @@ struct Rng {
 };
 
 struct Row {
-  size_t prompt_index;
+  size_t index;           // position in the call's list (results order, random stream)
+  Sequence* seq;
+  int cap;                // max new tokens of this row
   int64_t next_position;  // RoPE position of the next token to feed
   Rng rng;
   GenerationResult result;
 };
 
-}  // namespace
-
-std::vector<GenerationResult> generate(policy::Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
-                                       const SamplingParams& params, uint64_t seed, int max_batch) {
+void validate(const SamplingParams& params, int max_batch) {
   if (max_batch < 1) throw spade::Error("generate: max_batch must be >= 1");
   if (params.temperature < 0) throw spade::Error("generate: temperature must be >= 0");
   if (!(params.top_p > 0 && params.top_p <= 1)) throw spade::Error("generate: top_p must be in (0, 1]");
   if (!(params.min_p >= 0 && params.min_p <= 1)) throw spade::Error("generate: min_p must be in [0, 1]");
-  for (size_t i = 0; i < prompts.size(); ++i)
-    if (prompts[i].empty()) throw spade::Error("generate: prompt " + std::to_string(i) + " is empty");
+  if (!params.stop_strings.empty() && !params.detokenize)
+    throw spade::Error("generate: stop_strings need SamplingParams::detokenize (e.g. the tokenizer's decode)");
+  for (const std::string& s : params.stop_strings)
+    if (s.empty()) throw spade::Error("generate: an empty stop string would stop every sequence at once");
+}
 
-  std::vector<GenerationResult> results(prompts.size());
-  if (params.max_new_tokens <= 0) {
-    for (auto& r : results) r.finish_reason = "length";
-    return results;
+/// The sampler proper: one turn for `seqs` (index a = result index and random stream a). Pending
+/// tokens of each sequence are prefilled on top of its cached K/V; sampled tokens are appended to
+/// seq->tokens when `keep` (then finished rows park their real K/V columns back in seq->cache).
+/// Adds every real token fed through the model to *forwarded.
+std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<Sequence*>& seqs,
+                                  const SamplingParams& params, uint64_t seed, int max_batch,
+                                  const std::vector<int>& caps, bool keep, int64_t* forwarded) {
+  validate(params, max_batch);
+  std::vector<GenerationResult> results(seqs.size());
+  std::deque<size_t> queue;
+  for (size_t a = 0; a < seqs.size(); ++a) {
+    const int cap = caps.empty() ? params.max_new_tokens : caps[a];
+    if (cap <= 0) {
+      results[a].finish_reason = "length";
+      continue;
+    }
+    if (static_cast<int64_t>(seqs[a]->tokens.size()) <= seqs[a]->cached)
+      throw spade::Error("generate: sequence " + std::to_string(a) + " has no new tokens to condition on");
+    queue.push_back(a);
   }
+  if (queue.empty()) return results;
+
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
   const torch::Device device = model->parameters().front().device();
   const auto i64 = torch::TensorOptions().dtype(torch::kLong);
   const std::unordered_set<int64_t> stop(params.stop_token_ids.begin(), params.stop_token_ids.end());
+  size_t stop_window = 0;
+  for (const std::string& s : params.stop_strings) stop_window = std::max(stop_window, s.size() + 8);
   const bool greedy = params.temperature == 0;
   const double logprob_temperature = greedy ? 1.0 : params.temperature;
   const int64_t vocab = model->config().vocab_size;
 
-  std::deque<size_t> queue;
-  for (size_t i = 0; i < prompts.size(); ++i) queue.push_back(i);
   std::vector<Row> rows;             // active rows, in batch order
-  policy::KVCache cache;
+  policy::KVCache cache;             // [B, kv_heads, S, head_dim] per layer
   torch::Tensor key_mask;            // [B, S] bool: true = real token
+  bool padded = false;               // key_mask has a false entry (else decode steps need no mask)
   torch::Tensor next_logits;         // [B, V] float32: logits for each row's next token
 
   while (!queue.empty() || !rows.empty()) {
-    // 1. Admit queued prompts into free slots: prefill them as a left-padded batch, then align the
-    //    two caches by left-padding the shorter and stack the rows.
+    // 1. Admit queued sequences into free slots (within the prefill budget): stack their cached K/V
+    //    right-aligned to the longest, prefill their pending tokens left-padded to the longest (the
+    //    padding sits between history and new tokens; the key mask hides it), then align the group
+    //    with the running batch by left-padding the shorter and stack the rows.
     if (!queue.empty() && static_cast<int>(rows.size()) < max_batch) {
-      const size_t n = std::min(queue.size(), static_cast<size_t>(max_batch) - rows.size());
-      std::vector<size_t> idx(queue.begin(), queue.begin() + n);
-      queue.erase(queue.begin(), queue.begin() + n);
-      int64_t P = 0;
-      for (size_t i : idx) P = std::max<int64_t>(P, prompts[i].size());
-      auto ids = torch::zeros({(int64_t)n, P}, i64);
-      auto pos = torch::zeros({(int64_t)n, P}, i64);
-      auto mask = torch::zeros({(int64_t)n, P}, torch::kBool);
-      for (size_t r = 0; r < n; ++r) {
-        const auto& p = prompts[idx[r]];
-        const int64_t L = p.size(), off = P - L;
-        ids[r].narrow(0, off, L).copy_(torch::tensor(p, i64));
-        pos[r].narrow(0, off, L).copy_(torch::arange(L, i64));
-        mask[r].narrow(0, off, L).fill_(true);
+      std::vector<size_t> idx;
+      int64_t H = 0, T = 0;
+      while (!queue.empty() && rows.size() + idx.size() < static_cast<size_t>(max_batch)) {
+        const Sequence& s = *seqs[queue.front()];
+        const int64_t h = std::max(H, s.cached);
+        const int64_t t = std::max<int64_t>(T, s.tokens.size() - s.cached);
+        if (!idx.empty() && static_cast<int64_t>(idx.size() + 1) * (h + t) > params.max_prefill_tokens) break;
+        H = h;
+        T = t;
+        idx.push_back(queue.front());
+        queue.pop_front();
       }
-      policy::KVCache fresh;
+      const int64_t n = idx.size();
+      auto ids = torch::zeros({n, T}, i64);
+      auto pos = torch::zeros({n, T}, i64);
+      auto mask = torch::zeros({n, H + T}, torch::kBool);
+      std::vector<const policy::KVCache*> parts;
+      for (int64_t r = 0; r < n; ++r) {
+        Sequence& s = *seqs[idx[r]];
+        const int64_t h = s.cached, L = static_cast<int64_t>(s.tokens.size()) - h, off = T - L;
+        ids[r].narrow(0, off, L).copy_(torch::tensor(std::vector<int64_t>(s.tokens.begin() + h, s.tokens.end()), i64));
+        pos[r].narrow(0, off, L).copy_(torch::arange(h, h + L, i64));
+        mask[r].narrow(0, H - h, h).fill_(true);
+        mask[r].narrow(0, H + off, L).fill_(true);
+        parts.push_back(&s.cache);
+        *forwarded += L;
+      }
+      policy::KVCache fresh = policy::KVCache::stack(parts, H);
+      for (size_t a : idx) {  // the group cache now holds these rows
+        seqs[a]->cache.clear();
+        seqs[a]->cached = seqs[a]->tokens.size();
+      }
       mask = mask.to(device);
       auto hidden = model->forward(ids.to(device), pos.to(device), &fresh, mask);
-      auto logits = model->lm_head(hidden.select(1, P - 1));  // [n, V]
+      auto logits = model->lm_head(hidden.select(1, T - 1));  // [n, V]
+      const int64_t P = H + T;
       if (!rows.empty()) {
         const int64_t S = cache.length();
         if (S > P) {
           fresh.left_pad(S - P);
-          mask = torch::cat({torch::zeros({(int64_t)n, S - P}, mask.options()), mask}, 1);
+          mask = torch::cat({torch::zeros({n, S - P}, mask.options()), mask}, 1);
         } else if (P > S) {
           cache.left_pad(P - S);
           key_mask = torch::cat({torch::zeros({key_mask.size(0), P - S}, key_mask.options()), key_mask}, 1);
@@ -107,16 +158,20 @@ std::vector<GenerationResult> generate(policy::Transformer& model, const std::ve
         key_mask = mask;
         next_logits = logits;
       }
-      for (size_t i : idx)
-        rows.push_back(Row{i, (int64_t)prompts[i].size(), Rng{splitmix64(seed ^ splitmix64(i + 1))}, {}});
+      padded = !key_mask.all().item<bool>();
+      for (size_t a : idx) {
+        const int cap = caps.empty() ? params.max_new_tokens : caps[a];
+        rows.push_back(Row{a, seqs[a], cap, static_cast<int64_t>(seqs[a]->tokens.size()),
+                           Rng{splitmix64(seed ^ splitmix64(a + 1))}, {}});
+      }
     }
 
     // 2. Choose the next token of every row.
     const int64_t B = rows.size();
     std::vector<int64_t> chosen(B);
     if (greedy) {
-      auto am = next_logits.argmax(-1).to(torch::kCPU);
-      for (int64_t r = 0; r < B; ++r) chosen[r] = am[r].item<int64_t>();
+      auto am = next_logits.argmax(-1).to(torch::kCPU).contiguous();
+      for (int64_t r = 0; r < B; ++r) chosen[r] = am.data_ptr<int64_t>()[r];
     } else {
       // Candidates sorted by probability (descending): top-k, or the whole vocabulary.
       auto z = next_logits / params.temperature;
@@ -127,10 +182,10 @@ std::vector<GenerationResult> generate(policy::Transformer& model, const std::ve
       // Top-p on the device: a token survives if the mass strictly before it is < top_p; only the
       // widest surviving prefix is copied to the host.
       auto before = probs.cumsum(-1) - probs;
-      auto keep = before < params.top_p;
-      if (params.min_p > 0) keep = keep.logical_and(probs >= probs.narrow(1, 0, 1) * params.min_p);
-      const int64_t width = std::max<int64_t>(1, keep.sum(1).max().item<int64_t>());
-      probs = (probs * keep).narrow(1, 0, width).to(torch::kCPU, torch::kDouble).contiguous();
+      auto keep_tok = before < params.top_p;
+      if (params.min_p > 0) keep_tok = keep_tok.logical_and(probs >= probs.narrow(1, 0, 1) * params.min_p);
+      const int64_t width = std::max<int64_t>(1, keep_tok.sum(1).max().item<int64_t>());
+      probs = (probs * keep_tok).narrow(1, 0, width).to(torch::kCPU, torch::kDouble).contiguous();
       cand = cand.narrow(1, 0, width).to(torch::kCPU).contiguous();
       const double* pp = probs.data_ptr<double>();
       const int64_t* cp = cand.data_ptr<int64_t>();
@@ -150,23 +205,47 @@ std::vector<GenerationResult> generate(policy::Transformer& model, const std::ve
       }
     }
     auto chosen_t = torch::tensor(chosen, i64).to(device);
-    auto logprobs = policy::token_logprobs(next_logits, chosen_t, logprob_temperature).to(torch::kCPU);
+    auto logprobs = policy::token_logprobs(next_logits, chosen_t, logprob_temperature).to(torch::kCPU).contiguous();
 
-    // 3. Record; finish rows that sampled a stop token or reached the length limit.
+    // 3. Record; finish rows that sampled a stop token, spelled a stop string or reached their cap.
     std::vector<int64_t> keep_rows;
     for (int64_t r = 0; r < B; ++r) {
       GenerationResult& res = rows[r].result;
       res.tokens.push_back(chosen[r]);
-      res.logprobs.push_back(logprobs[r].item<float>());
-      if (stop.count(chosen[r])) res.finish_reason = "stop";
-      else if ((int)res.tokens.size() >= params.max_new_tokens) res.finish_reason = "length";
-      else keep_rows.push_back(r);
+      res.logprobs.push_back(logprobs.data_ptr<float>()[r]);
+      if (keep) rows[r].seq->tokens.push_back(chosen[r]);
+      if (stop.count(chosen[r])) {
+        res.finish_reason = "stop";
+      } else if (stop_window > 0) {
+        const size_t w = std::min(stop_window, res.tokens.size());
+        const std::string text = params.detokenize(std::vector<int64_t>(res.tokens.end() - w, res.tokens.end()));
+        for (const std::string& s : params.stop_strings)
+          if (text.find(s) != std::string::npos) {
+            res.finish_reason = "stop";
+            res.stop_string = s;
+            break;
+          }
+      }
+      if (res.finish_reason.empty() && static_cast<int>(res.tokens.size()) >= rows[r].cap) res.finish_reason = "length";
+      if (res.finish_reason.empty()) keep_rows.push_back(r);
     }
-    if ((int64_t)keep_rows.size() < B) {
+    if (static_cast<int64_t>(keep_rows.size()) < B) {
       std::vector<Row> kept;
       for (int64_t r = 0; r < B; ++r) {
-        if (rows[r].result.finish_reason.empty()) kept.push_back(std::move(rows[r]));
-        else results[rows[r].prompt_index] = std::move(rows[r].result);
+        if (rows[r].result.finish_reason.empty()) {
+          kept.push_back(std::move(rows[r]));
+          continue;
+        }
+        if (keep) {  // park the row's real K/V columns (all its tokens but the last, not yet fed)
+          Sequence& s = *rows[r].seq;
+          auto cols = key_mask[r].nonzero().view({-1});
+          s.cache = cache.gather_row(r, cols);
+          s.cached = cols.size(0);
+          if (s.cached != static_cast<int64_t>(s.tokens.size()) - 1)
+            throw spade::Error("generate: internal error: cached " + std::to_string(s.cached) + " of " +
+                               std::to_string(s.tokens.size()) + " tokens");
+        }
+        results[rows[r].index] = std::move(rows[r].result);
       }
       rows = std::move(kept);
       if (rows.empty()) {
@@ -186,6 +265,7 @@ std::vector<GenerationResult> generate(policy::Transformer& model, const std::ve
         cache.drop_front(common);
         key_mask = key_mask.narrow(1, common, key_mask.size(1) - common).contiguous();
       }
+      padded = !key_mask.all().item<bool>();
     }
 
     // 4. Decode one step for the remaining rows.
@@ -193,12 +273,85 @@ std::vector<GenerationResult> generate(policy::Transformer& model, const std::ve
     std::vector<int64_t> positions(Bk);
     for (int64_t r = 0; r < Bk; ++r) positions[r] = rows[r].next_position++;
     key_mask = torch::cat({key_mask, torch::ones({Bk, 1}, key_mask.options())}, 1);
+    // Without padding a one-token step needs no mask (it may attend to every cached slot).
     auto hidden = model->forward(chosen_t.view({Bk, 1}), torch::tensor(positions, i64).to(device).view({Bk, 1}),
-                                 &cache, key_mask);
+                                 &cache, padded ? key_mask : torch::Tensor());
     next_logits = model->lm_head(hidden.select(1, 0));
+    *forwarded += Bk;
   }
   if (was_training) model->train();
   return results;
 }
+
+}  // namespace
+
+std::vector<GenerationResult> generate(policy::Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
+                                       const SamplingParams& params, uint64_t seed, int max_batch) {
+  validate(params, max_batch);
+  for (size_t i = 0; i < prompts.size(); ++i)
+    if (prompts[i].empty()) throw spade::Error("generate: prompt " + std::to_string(i) + " is empty");
+  std::vector<Sequence> seqs(prompts.size());
+  std::vector<Sequence*> ptrs;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    seqs[i].tokens = prompts[i];
+    ptrs.push_back(&seqs[i]);
+  }
+  int64_t forwarded = 0;
+  return run(model, ptrs, params, seed, max_batch, {}, /*keep=*/false, &forwarded);
+}
+
+GenerationSession::GenerationSession(policy::Transformer& model) : model_(model) {}
+GenerationSession::~GenerationSession() = default;
+
+namespace {
+GenerationSession::Sequence& lookup(const std::vector<std::unique_ptr<GenerationSession::Sequence>>& seqs, size_t id,
+                                    const char* where) {
+  if (id >= seqs.size() || seqs[id]->released)
+    throw spade::Error(std::string("GenerationSession::") + where + ": unknown or released sequence " +
+                       std::to_string(id));
+  return *seqs[id];
+}
+}  // namespace
+
+size_t GenerationSession::add_sequence(const std::vector<int64_t>& prompt) {
+  if (prompt.empty()) throw spade::Error("GenerationSession::add_sequence: empty prompt");
+  seqs_.push_back(std::make_unique<Sequence>());
+  seqs_.back()->tokens = prompt;
+  return seqs_.size() - 1;
+}
+
+void GenerationSession::append(size_t id, const std::vector<int64_t>& tokens) {
+  Sequence& s = lookup(seqs_, id, "append");
+  s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
+}
+
+std::vector<GenerationResult> GenerationSession::generate(const std::vector<size_t>& ids, const SamplingParams& params,
+                                                          uint64_t seed, int max_batch,
+                                                          const std::vector<int>& max_new_tokens) {
+  if (!max_new_tokens.empty() && max_new_tokens.size() != ids.size())
+    throw spade::Error("GenerationSession::generate: " + std::to_string(max_new_tokens.size()) +
+                       " max_new_tokens caps for " + std::to_string(ids.size()) + " sequences");
+  std::vector<Sequence*> ptrs;
+  std::unordered_set<size_t> seen;
+  for (size_t id : ids) {
+    ptrs.push_back(&lookup(seqs_, id, "generate"));
+    if (!seen.insert(id).second)
+      throw spade::Error("GenerationSession::generate: sequence " + std::to_string(id) + " listed twice");
+  }
+  return run(model_, ptrs, params, seed, max_batch, max_new_tokens, /*keep=*/true, &forwarded_);
+}
+
+void GenerationSession::release(size_t id) {
+  Sequence& s = lookup(seqs_, id, "release");
+  s.cache.clear();
+  s.tokens.clear();
+  s.tokens.shrink_to_fit();
+  s.cached = 0;
+  s.released = true;
+}
+
+const std::vector<int64_t>& GenerationSession::tokens(size_t id) const { return lookup(seqs_, id, "tokens").tokens; }
+int64_t GenerationSession::cached_tokens(size_t id) const { return lookup(seqs_, id, "cached_tokens").cached; }
+int64_t GenerationSession::forwarded_tokens() const { return forwarded_; }
 
 }  // namespace spade::rollout

@@ -1,14 +1,26 @@
 // Batched autoregressive sampling from a policy Transformer with a KV cache, returning the sampled
 // token ids and their per-token rollout logprobs (token-in/token-out, DESIGN.md "Contracts").
 //
-// Batching: up to max_batch sequences decode together; prompts of different lengths are left-padded
-// (key mask false on padding, RoPE positions counting real tokens only). When a sequence finishes its
-// row is dropped and the next queued prompt is prefilled and joins the running batch (continuous
-// batching); padding that every row has in front is trimmed.
-// Thread safety: generate() reads the model's parameters only; do not train the model concurrently.
+// Batching: up to max_batch sequences decode together; sequences of different lengths are
+// left-padded (key mask false on padding, RoPE positions counting real tokens only). When a sequence
+// finishes its row is dropped and the next queued sequence is prefilled and joins the running batch
+// (continuous batching); padding that every row has in front is trimmed.
+//
+// Two entry points:
+//   generate()          one-shot: prompts in, continuations out; no state is kept.
+//   GenerationSession   multi-turn: each sequence's KV cache persists between calls, so a turn costs
+//                       O(new tokens): the tokens appended since the last call (an observation, and
+//                       the previous turn's last sampled token) are prefilled on top of the cached
+//                       history, which is never recomputed or re-tokenized (issue 4).
+// Both run the same code, so a session turn samples exactly what generate() samples on the full
+// history with the same seed (equal tokens; logprobs equal up to fp32 summation order, ~1e-6).
+// Thread safety: reads the model's parameters only; do not train the model concurrently. A session
+// is not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +37,20 @@ struct SamplingParams {
   int max_new_tokens = 256;   // per sequence
   /// Finishing tokens (e.g. ChatTemplate::eos_id()). Empty = stop only at max_new_tokens.
   std::vector<int64_t> stop_token_ids;
+  /// Finishing strings, checked on the decoded text of the sampled tokens after every token (vLLM
+  /// `stop`): a sequence finishes as soon as one occurs in its output text. Tokens are never cut
+  /// (token-in/token-out): the token that completes the string is the last one kept; the text it
+  /// decodes to may extend past the string. Requires `detokenize`.
+  std::vector<std::string> stop_strings;
+  /// Decodes sampled ids to text (e.g. [&tok](auto& ids) { return tok.decode(ids); }); used only for
+  /// stop_strings. Only a window of the last (longest stop string in bytes + 8) tokens is decoded
+  /// each step, so the cost per token is O(1); a stop string is thus found if its text is spelled by
+  /// at most that many tokens (true whenever every token decodes to >= 1 byte).
+  std::function<std::string(const std::vector<int64_t>&)> detokenize;
+  /// Prefill budget: queued sequences are admitted (prefilled together) while the admitted group's
+  /// rows x (cached + new) columns stay within this many tokens (at least one sequence is admitted).
+  /// Bounds the attention-score memory of a prefill (rows x heads x T x S floats).
+  int64_t max_prefill_tokens = 16384;
 };
 
 struct GenerationResult {
@@ -33,7 +59,9 @@ struct GenerationResult {
   /// the UNFILTERED temperature-scaled distribution (what the trainer recomputes), even though the
   /// token was drawn after top-k/top-p/min-p filtering. Greedy: temperature 1.
   std::vector<float> logprobs;
-  std::string finish_reason;     // "stop" (stop token included as last token) | "length"
+  /// "stop" (a stop token, kept as the last token, or a stop string) | "length".
+  std::string finish_reason;
+  std::string stop_string;       // the stop string that ended the sequence, "" otherwise
 };
 
 /// Samples one continuation per prompt; results are in prompt order.
@@ -42,8 +70,60 @@ struct GenerationResult {
 /// draws do not depend on which other prompts share the batch; the same inputs, seed and max_batch
 /// give identical results. Runs under torch::NoGradGuard on the model's device.
 /// Throws spade::Error for an empty prompt, max_batch < 1 or invalid parameters (temperature < 0,
-/// top_p outside (0, 1], min_p outside [0, 1]).
+/// top_p outside (0, 1], min_p outside [0, 1], stop_strings without detokenize).
 std::vector<GenerationResult> generate(policy::Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
                                        const SamplingParams& params, uint64_t seed, int max_batch = 32);
+
+/// Token sequences whose KV caches persist across generate() calls (the turns of many episodes).
+/// A sequence is a token history: tokens[0, cached) have keys/values in its cache; the rest are
+/// pending and are prefilled by the next generate() that includes it. generate() appends the sampled
+/// tokens to the history (the last one stays pending: it has not been fed yet), append() adds
+/// observation/template tokens. Between calls each sequence's cache is kept compact (real tokens
+/// only, batch 1) on the model's device: memory is 2 x layers x kv_heads x head_dim x cached
+/// elements of the model dtype per sequence; release() frees it.
+/// Not thread-safe; the model must outlive the session and not change while a sequence is cached.
+class GenerationSession {
+ public:
+  explicit GenerationSession(policy::Transformer& model);
+  ~GenerationSession();
+  GenerationSession(const GenerationSession&) = delete;
+  GenerationSession& operator=(const GenerationSession&) = delete;
+
+  /// Starts a sequence with `prompt` (pending, not yet prefilled); returns its handle (0, 1, 2, ...).
+  /// Throws spade::Error if `prompt` is empty.
+  size_t add_sequence(const std::vector<int64_t>& prompt);
+
+  /// Appends `tokens` (pending) to sequence `id`. Throws spade::Error for an unknown/released id.
+  void append(size_t id, const std::vector<int64_t>& tokens);
+
+  /// One turn: samples a continuation for each sequence in `ids` (distinct handles) and appends it
+  /// to that sequence. Randomness as generate(): the sequence at index a of `ids` draws from the
+  /// stream (seed, a), so a turn samples what generate(histories, params, seed, max_batch) would.
+  /// `max_new_tokens`: empty = params.max_new_tokens for every sequence, else one cap per id
+  /// (a cap <= 0 yields an empty "length" result and leaves the sequence unchanged).
+  /// Results are in `ids` order. Throws spade::Error for an unknown id, max_batch < 1 or invalid
+  /// parameters (as generate()).
+  std::vector<GenerationResult> generate(const std::vector<size_t>& ids, const SamplingParams& params, uint64_t seed,
+                                         int max_batch = 32, const std::vector<int>& max_new_tokens = {});
+
+  /// Frees sequence `id`'s cache and history; the handle becomes invalid.
+  void release(size_t id);
+
+  /// The full token history of `id` (prompt, sampled and appended tokens).
+  const std::vector<int64_t>& tokens(size_t id) const;
+  /// How many of tokens(id) are in its KV cache (the rest are pending).
+  int64_t cached_tokens(size_t id) const;
+  /// Real (non-padding) tokens fed through the model since construction, summed over sequences:
+  /// with a persistent cache this equals the sum of each sequence's cached_tokens() (each token is
+  /// prefilled or decoded exactly once).
+  int64_t forwarded_tokens() const;
+
+  struct Sequence;  // internal state of one sequence (defined in sampler.cpp)
+
+ private:
+  policy::Transformer& model_;
+  std::vector<std::unique_ptr<Sequence>> seqs_;
+  int64_t forwarded_ = 0;
+};
 
 }  // namespace spade::rollout

@@ -8,8 +8,11 @@ PACKAGES=(
   libsentencepiece-dev                       # tokenizer training and encoding
   pybind11-dev python3-dev python3-numpy     # spade-envd embeds CPython
   python3-sympy                              # corpus: mathematics and physics documentation
+  python3-pytest                             # SWE-Duel: pytest adapter and the pyfix fixture repository
+  python3-torch                              # policy parity reference + sampler bench baseline (tests/policy, bench/)
   bubblewrap libseccomp-dev                  # sandbox layers
   libhdf5-dev libcurl4-openssl-dev libsqlite3-dev libgloo-dev
+  python3-h5py                               # tests/trainer reads rollouts.h5 back
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev
 )

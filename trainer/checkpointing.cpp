@@ -1,17 +1,154 @@
 #include "trainer/checkpointing.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <mutex>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/strings.h"
 #include "policy/checkpoint.h"
+
+namespace fs = std::filesystem;
 
 namespace spade::trainer {
 
+namespace {
+
+constexpr const char* kStateDir = "trainer_state";
+
+bool is_step_dir_name(const std::string& name) {
+  if (name.size() != 11 || !starts_with(name, "step_")) return false;
+  return std::all_of(name.begin() + 5, name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+void save_torch_rng(const std::string& path) {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  torch::Tensor state;
+  {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    state = gen.get_state();
+  }
+  torch::save(state, path);
+}
+
+void load_torch_rng(const std::string& path) {
+  torch::Tensor state;
+  torch::load(state, path);
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+}  // namespace
+
 std::string save_training_checkpoint(const RunDir& run, int64_t step, const rollout::PolicyRef& policy,
-                                     const std::string& dtype) {
+                                     const std::string& dtype, const TrainerStateRefs* trainer_state) {
   policy::CheckpointSaveOptions options;
   options.dtype = dtype == "bf16" ? "bfloat16" : "float32";
   options.tokenizer_model = policy.tokenizer.model_path();
   const std::string dir = run.checkpoint_dir(step);
-  policy::save_checkpoint(dir, policy.model, options);
+  if (!trainer_state) {
+    policy::save_checkpoint(dir, policy.model, options);
+    return dir;
+  }
+  // Stage: the policy (itself written to stage.tmp and renamed), then the trainer state inside it,
+  // state.json last; then one rename publishes the complete checkpoint.
+  const std::string stage = run.checkpoints_dir() + "/.stage_" + fs::path(dir).filename().string();
+  std::error_code ec;
+  fs::remove_all(stage, ec);
+  policy::save_checkpoint(stage, policy.model, options);
+  const std::string sdir = stage + "/" + kStateDir;
+  fs::create_directories(sdir, ec);
+  if (ec) throw Error("checkpoint: cannot create " + sdir + ": " + ec.message());
+  try {
+    torch::save(trainer_state->optimizer, sdir + "/optimizer.pt");
+    save_torch_rng(sdir + "/torch_rng.pt");
+    if (options.dtype != "float32") torch::save(policy.model, sdir + "/model_fp32.pt");
+  } catch (const c10::Error& e) {
+    throw Error("checkpoint: cannot write the torch archives under " + sdir + ": " + e.what_without_backtrace());
+  }
+  trainer_state->memory.save(sdir + "/memory.json");
+  write_file_atomic(sdir + "/state.json", state_to_json(trainer_state->state).dump());
+  publish_directory(stage, dir);
   return dir;
+}
+
+std::string latest_resumable_checkpoint(const RunDir& run) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(run.checkpoints_dir(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (starts_with(name, ".stage_") || ends_with(name, ".tmp") || ends_with(name, ".old")) {
+      fs::remove_all(e.path(), ec);  // an interrupted save
+      continue;
+    }
+    if (e.is_directory() && is_step_dir_name(name) &&
+        fs::exists(e.path() / kStateDir / "state.json"))
+      names.push_back(name);
+  }
+  if (names.empty()) return "";
+  std::sort(names.begin(), names.end());
+  return run.checkpoints_dir() + "/" + names.back();
+}
+
+policy::Transformer load_training_policy(const std::string& checkpoint_dir) {
+  policy::Transformer model = policy::load_checkpoint(checkpoint_dir);
+  const std::string fp32 = checkpoint_dir + "/" + kStateDir + "/model_fp32.pt";
+  if (fs::exists(fp32)) {
+    try {
+      torch::load(model, fp32);
+    } catch (const c10::Error& e) {
+      throw Error("checkpoint: cannot read " + fp32 + ": " + e.what_without_backtrace());
+    }
+  }
+  return model;
+}
+
+SelfPlayState load_trainer_state(const std::string& checkpoint_dir, torch::optim::Optimizer& optimizer,
+                                 EnvMemory& memory) {
+  const std::string sdir = checkpoint_dir + "/" + kStateDir;
+  const std::string state_path = sdir + "/state.json";
+  SelfPlayState state;
+  try {
+    state = state_from_json(nlohmann::json::parse(read_file(state_path)));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("checkpoint: malformed trainer state " + state_path + ": " + e.what());
+  } catch (const Error& e) {
+    throw Error("checkpoint: malformed trainer state " + state_path + ": " + e.what());
+  }
+  for (const char* f : {"optimizer.pt", "torch_rng.pt"})
+    if (!fs::exists(sdir + "/" + f))
+      throw Error("checkpoint: " + sdir + "/" + f + " is missing (an incomplete or foreign checkpoint)");
+  try {
+    torch::load(optimizer, sdir + "/optimizer.pt");
+    load_torch_rng(sdir + "/torch_rng.pt");
+  } catch (const c10::Error& e) {
+    throw Error("checkpoint: cannot restore the optimizer or torch RNG from " + sdir + ": " +
+                e.what_without_backtrace() + " (was it written by a model of another shape?)");
+  }
+  memory.load(sdir + "/memory.json");
+  return state;
+}
+
+void export_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir, const std::string& dtype) {
+  if (dtype != "fp32" && dtype != "bf16")
+    throw Error("export: --dtype must be fp32 or bf16, not '" + dtype + "'");
+  const fs::path src = fs::weakly_canonical(checkpoint_dir);
+  const fs::path out = fs::weakly_canonical(out_dir);
+  if (!fs::exists(src / "config.json"))
+    throw Error("export: " + checkpoint_dir + "/config.json does not exist (expected a checkpoint directory "
+                "such as runs/<name>/checkpoints/step_000016)");
+  const std::string rel = out.lexically_relative(src).string();
+  if (out == src || (!rel.empty() && rel != "." && !starts_with(rel, "..")))
+    throw Error("export: --out " + out_dir + " must lie outside the checkpoint " + checkpoint_dir);
+  policy::Transformer model = load_training_policy(src.string());
+  policy::CheckpointSaveOptions options;
+  options.dtype = dtype == "bf16" ? "bfloat16" : "float32";
+  if (fs::exists(src / "tokenizer.model")) options.tokenizer_model = (src / "tokenizer.model").string();
+  policy::save_checkpoint(out.string(), model, options);
 }
 
 }  // namespace spade::trainer

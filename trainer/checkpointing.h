@@ -1,16 +1,65 @@
-// Checkpoints of a run: the policy in HF layout under checkpoints/step_NNNNNN/ (DESIGN.md).
+// Checkpoints of a run (DESIGN.md, Contracts; issue 5 "Checkpoints and resume"):
+//
+//   checkpoints/step_NNNNNN/            the policy in HF layout (config.json, generation_config.json,
+//                                       model.safetensors, tokenizer.model): loadable by transformers
+//   checkpoints/step_NNNNNN/trainer_state/
+//       state.json       SelfPlayState: next step, loop RNG, corpus position, live environments with
+//                        their window rewards, the delayed designer buffer, skill EMAs, summary
+//       optimizer.pt     torch::save of the AdamW state (step counts, exp_avg, exp_avg_sq, options)
+//       torch_rng.pt     the default torch CPU generator state
+//       memory.json      environment memory (reference §6)
+//       model_fp32.pt    full-precision weights, only when the HF weights are bf16 (exact resume)
+//
+// Atomicity: the whole directory is assembled under checkpoints/.stage_step_NNNNNN and published with
+// one rename, so a process killed at any point leaves either the previous checkpoint set or the new
+// complete one; state.json is written last inside the stage. Not thread-safe; one writer per run.
 #pragma once
+#include <torch/torch.h>
+
 #include <string>
 
+#include "policy/transformer.h"
 #include "rollout/policy_ref.h"
+#include "trainer/env_memory.h"
 #include "trainer/run_dir.h"
+#include "trainer/selfplay_state.h"
 
 namespace spade::trainer {
 
-/// Writes the policy (config.json, generation_config.json, model.safetensors, tokenizer.model) to
-/// run.checkpoint_dir(step) atomically; `dtype` is "fp32" or "bf16". Returns the directory.
-/// Throws spade::Error on I/O failure.
+/// What a resumable checkpoint carries beside the policy. All references must outlive the call.
+struct TrainerStateRefs {
+  const SelfPlayState& state;
+  torch::optim::Optimizer& optimizer;
+  const EnvMemory& memory;
+};
+
+/// Writes the policy to run.checkpoint_dir(step) atomically (`dtype`: "fp32" or "bf16" tensors in
+/// model.safetensors) and, when `trainer_state` is given, the trainer state beside it in the same
+/// atomic publish. Returns the directory. Throws spade::Error on I/O failure.
 std::string save_training_checkpoint(const RunDir& run, int64_t step, const rollout::PolicyRef& policy,
-                                     const std::string& dtype);
+                                     const std::string& dtype,
+                                     const TrainerStateRefs* trainer_state = nullptr);
+
+/// The newest checkpoints/step_NNNNNN directory of `run` that holds trainer_state/state.json;
+/// "" when there is none. Also removes leftovers of interrupted saves (.stage_*, *.tmp, *.old).
+std::string latest_resumable_checkpoint(const RunDir& run);
+
+/// Loads the policy of a training checkpoint for resuming: the HF weights, then model_fp32.pt over
+/// them when present. Float32 CPU parameters. Throws spade::Error naming the file on bad input.
+policy::Transformer load_training_policy(const std::string& checkpoint_dir);
+
+/// Restores the trainer state of `checkpoint_dir`: fills `optimizer` (which must have been built over
+/// the same parameters in the same order), `memory`, and the default torch CPU generator, and returns
+/// the loop state. Throws spade::Error naming the file when something is missing or malformed.
+SelfPlayState load_trainer_state(const std::string& checkpoint_dir, torch::optim::Optimizer& optimizer,
+                                 EnvMemory& memory);
+
+/// `spade export`: writes a clean HF checkpoint of `checkpoint_dir` (a training checkpoint or any HF
+/// directory this project can load) to `out_dir`: config.json, generation_config.json,
+/// model.safetensors in `dtype` ("fp32" or "bf16"; bf16 is rounded once from the fp32 weights when the
+/// checkpoint keeps them) and the tokenizer files; no trainer state. Published atomically.
+/// Throws spade::Error for a bad dtype, an unreadable source, or `out_dir` equal to or inside
+/// `checkpoint_dir`.
+void export_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir, const std::string& dtype);
 
 }  // namespace spade::trainer

@@ -20,6 +20,7 @@ void visit_fields(Config& c, F&& f) {
   f("run.out_dir", c.run.out_dir);
   f("run.seed", c.run.seed);
   f("run.threads", c.run.threads);
+  f("run.deterministic", c.run.deterministic);
   f("corpus.path", c.corpus.path);
   f("corpus.build_from", c.corpus.build_from);
   f("corpus.max_words", c.corpus.max_words);
@@ -99,6 +100,10 @@ void visit_fields(Config& c, F&& f) {
   f("optim.adam_eps", c.optim.adam_eps);
   f("optim.grad_clip", c.optim.grad_clip);
   f("optim.micro_batch_tokens", c.optim.micro_batch_tokens);
+  f("optim.lr_schedule", c.optim.lr_schedule);
+  f("optim.warmup_steps", c.optim.warmup_steps);
+  f("optim.min_lr_ratio", c.optim.min_lr_ratio);
+  f("optim.logprob_chunk_rows", c.optim.logprob_chunk_rows);
   f("sandbox.load_timeout_s", c.sandbox.load_timeout_s);
   f("sandbox.call_timeout_s", c.sandbox.call_timeout_s);
   f("sandbox.episode_timeout_s", c.sandbox.episode_timeout_s);
@@ -249,6 +254,11 @@ void validate(const Config& c) {
               c.warm_start.designer_fraction + c.warm_start.hint_fraction <= 1,
           "warm_start.designer_fraction + warm_start.hint_fraction", "in [0, 1]");
   require(c.warm_start.designer_seeds_per_skill >= 0, "warm_start.designer_seeds_per_skill", ">= 0");
+  require(c.optim.lr_schedule == "constant" || c.optim.lr_schedule == "linear_warmup" ||
+              c.optim.lr_schedule == "cosine",
+          "optim.lr_schedule", "constant, linear_warmup or cosine");
+  require(c.optim.warmup_steps >= 0, "optim.warmup_steps", ">= 0");
+  require(c.optim.min_lr_ratio >= 0 && c.optim.min_lr_ratio <= 1, "optim.min_lr_ratio", "in [0, 1]");
   require(c.optim.micro_batch_tokens >= 64, "optim.micro_batch_tokens", ">= 64");
   require(c.checkpoint.dtype == "fp32" || c.checkpoint.dtype == "bf16", "checkpoint.dtype",
           "fp32 or bf16");

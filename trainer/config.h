@@ -14,6 +14,8 @@ struct RunConfig {
   std::string out_dir = "runs";
   uint64_t seed = 1234;
   int threads = 0;                // intra-op threads; 0 = all cores
+  bool deterministic = false;     // bitwise-reproducible CPU runs (exact resume checks): one intra-op
+                                  // thread and deterministic ATen algorithms; slower
 };
 
 struct CorpusConfig {
@@ -51,7 +53,7 @@ struct WarmStartConfig {
   bool enabled = true;
   double max_seconds = 240;       // time box (issue 2: "Time-boxed by config")
   int max_steps = 100000;
-  double lr = 2e-3;
+  double lr = 2e-3;               // peak; linear warmup, then cosine decay to 10% over the time box
   double warmup_steps = 20;
   int batch_tokens = 4096;        // tokens per optimizer step
   double designer_fraction = 0.5; // share of designer examples in the mixture (rest: agent demos)
@@ -114,6 +116,11 @@ struct OptimConfig {
   double adam_eps = 1e-8;
   double grad_clip = 1.0;           // trainer-anchors §4 defaults
   int micro_batch_tokens = 8192;    // token budget per micro-batch (gradient accumulation)
+  std::string lr_schedule = "constant";  // constant | linear_warmup | cosine (trainer/lr_schedule.h)
+  int warmup_steps = 0;             // linear warmup steps (any schedule)
+  double min_lr_ratio = 0.0;        // cosine floor; cosine decays over selfplay.steps
+  int logprob_chunk_rows = 2048;    // lm_head rows per chunk: full-vocabulary logits of a micro-batch
+                                    // are never materialised at once (0 = off; grpo_update.h)
 };
 
 struct SandboxYaml {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 namespace spade::trainer {
 
@@ -65,17 +66,27 @@ std::vector<PackedBatch> pack_micro_batches(const std::vector<const rollout::Sam
 }
 
 std::pair<torch::Tensor, torch::Tensor> sequence_logprobs(policy::Transformer& model,
-                                                          const PackedBatch& batch, bool with_entropy) {
+                                                          const PackedBatch& batch, bool with_entropy,
+                                                          bool entropy_grad) {
   torch::Tensor hidden = model->forward(batch.input_ids, batch.positions);
   torch::Tensor logits = model->lm_head(hidden);  // [B,T,V] float32
   const int64_t B = logits.size(0), T = logits.size(1), V = logits.size(2);
-  // Row temperatures: dividing by a broadcast tensor is the same elementwise op as the sampler's
-  // scalar division, so policy::token_logprobs at temperature 1 gives the identical definition.
-  torch::Tensor scaled = logits / batch.temperature.view({B, 1, 1});
-  torch::Tensor flat = scaled.reshape({B * T, V});
-  torch::Tensor logp = policy::token_logprobs(flat, batch.targets.reshape({B * T}), 1.0).view({B, T});
+  // One temperature for the whole micro-batch (the usual case) is passed to policy::token_logprobs,
+  // the sampler's own definition. Mixed temperatures divide each row first: the same elementwise
+  // division, so the values are identical either way.
+  const float t0 = batch.temperature[0].item<float>();
+  const bool uniform = (batch.temperature == t0).all().item<bool>();
+  const double temperature = uniform ? t0 : 1.0;
+  torch::Tensor flat = (uniform ? logits : logits / batch.temperature.view({B, 1, 1})).reshape({B * T, V});
+  torch::Tensor logp =
+      policy::token_logprobs(flat, batch.targets.reshape({B * T}), temperature).view({B, T});
   torch::Tensor entropy;
-  if (with_entropy) entropy = policy::token_entropy(flat, 1.0).view({B, T});
+  if (with_entropy) {
+    // A metric unless the loss has an entropy bonus: then no graph is kept for it.
+    std::optional<torch::NoGradGuard> no_grad;
+    if (!entropy_grad) no_grad.emplace();
+    entropy = policy::token_entropy(entropy_grad ? flat : flat.detach(), temperature).view({B, T});
+  }
   return {logp, entropy};
 }
 
@@ -97,7 +108,8 @@ UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& opt
   optimizer.zero_grad();
   double clip_tokens = 0, kl_tokens = 0, tis_tokens = 0, tis_clip_tokens = 0, diff_tokens = 0, ent = 0;
   for (const PackedBatch& b : batches) {
-    auto [logp, entropy] = sequence_logprobs(model, b, /*with_entropy=*/true);
+    auto [logp, entropy] = sequence_logprobs(model, b, /*with_entropy=*/true,
+                                             /*entropy_grad=*/options.loss.entropy_coef != 0.0);
     torch::Tensor old_logp = logp.detach();
     PolicyLossTerms terms = compute_policy_loss(logp, old_logp, b.rollout_logp, b.advantages,
                                                 b.loss_mask, normaliser, options.loss, entropy);

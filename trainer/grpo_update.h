@@ -16,6 +16,7 @@ struct UpdateOptions {
   PolicyLossConfig loss;
   int micro_batch_tokens = 8192;  // padded tokens per micro-batch
   double grad_clip = 1.0;         // max global grad norm; <= 0 disables
+  int logprob_chunk_rows = 2048;  // token rows per lm_head chunk (sequence_logprobs); <= 0: no chunking
 };
 
 /// What one update measured (metric names of DESIGN.md, verl/slime style).
@@ -53,8 +54,10 @@ std::vector<PackedBatch> pack_micro_batches(const std::vector<const rollout::Sam
                                             int token_budget);
 
 /// Per-token logprobs and entropies of `batch.targets` under `model` ([B,T] float32 each),
-/// with logits divided by each row's temperature (policy::token_logprobs definition).
+/// with logits divided by each row's temperature (policy::token_logprobs definition). The entropy
+/// (undefined unless with_entropy) carries gradients only when entropy_grad is set.
 std::pair<torch::Tensor, torch::Tensor> sequence_logprobs(policy::Transformer& model,
-                                                          const PackedBatch& batch, bool with_entropy);
+                                                          const PackedBatch& batch, bool with_entropy,
+                                                          bool entropy_grad = false);
 
 }  // namespace spade::trainer

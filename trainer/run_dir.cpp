@@ -41,6 +41,24 @@ void RunDir::log_metrics(int64_t step, const std::map<std::string, double>& metr
   append_line(metrics_path(), j.dump());
 }
 
+void RunDir::truncate_metrics(int64_t first_step) const {
+  if (!fs::exists(metrics_path())) return;
+  const std::string text = read_file(metrics_path());
+  std::string kept;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(begin, end - begin);
+    begin = end + 1;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) continue;
+    if (j["step"].get<int64_t>() >= first_step) continue;
+    kept += line + "\n";
+  }
+  write_file_atomic(metrics_path(), kept);
+}
+
 void RunDir::prune_checkpoints(int keep) const {
   std::vector<fs::path> dirs;
   std::error_code ec;

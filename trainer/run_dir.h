@@ -1,5 +1,6 @@
 // The run directory layout (DESIGN.md, Contracts): runs/<name>/ with the resolved config,
-// metrics.jsonl, envs/, rejected/, memory.json and checkpoints/step_NNNNNN/.
+// metrics.jsonl, tb/ (TensorBoard), rollouts.h5, envs/, rejected/, memory.json and
+// checkpoints/step_NNNNNN/.
 #pragma once
 #include <map>
 #include <string>
@@ -17,6 +18,8 @@ struct RunDir {
   std::string checkpoints_dir() const { return root + "/checkpoints"; }
   std::string corpus_path() const { return root + "/corpus.jsonl"; }
   std::string tokenizer_prefix() const { return root + "/tokenizer"; }
+  std::string tb_dir() const { return root + "/tb"; }                  // TensorBoard event files
+  std::string rollouts_path() const { return root + "/rollouts.h5"; }  // every episode (HDF5)
   /// checkpoints/step_NNNNNN (6 digits)
   std::string checkpoint_dir(int64_t step) const;
 
@@ -25,6 +28,11 @@ struct RunDir {
 
   /// Appends one metrics line {"step": step, key: value...} to metrics.jsonl (non-finite -> null).
   void log_metrics(int64_t step, const std::map<std::string, double>& metrics) const;
+
+  /// Drops the metrics.jsonl lines whose "step" is >= first_step (and unparseable lines, e.g. one cut
+  /// by a kill), rewriting the file atomically: a resumed run appends from first_step. No-op when
+  /// the file does not exist. Throws spade::Error on I/O failure.
+  void truncate_metrics(int64_t first_step) const;
 
   /// Removes all but the newest `keep` checkpoint directories.
   void prune_checkpoints(int keep) const;

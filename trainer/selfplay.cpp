@@ -4,14 +4,17 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/atomic_file.h"
+#include "common/error.h"
 #include "reward/advantages.h"
 #include "reward/designer_reward.h"
 #include "rollout/designer.h"
 #include "rollout/episode.h"
 #include "rollout/prompts.h"
 #include "trainer/checkpointing.h"
+#include "trainer/lr_schedule.h"
 
 namespace spade::trainer {
 
@@ -29,6 +32,18 @@ uint64_t fnv1a(const std::string& s) {
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
   return h;
 }
+// Peak resident set size of this process in GB (VmHWM of /proc/self/status); 0 when unavailable.
+double max_rss_gb() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0.0;
+  char line[256];
+  double kb = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "VmHWM: %lf kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb / (1024.0 * 1024.0);
+}
+
 int64_t reset_seed(const std::string& key) { return static_cast<int64_t>(fnv1a(key) % (1ULL << 31)); }
 
 rollout::SamplingParams sampling(const SamplingYaml& s) {
@@ -75,6 +90,8 @@ SelfPlay::SelfPlay(const Config& config, const RunDir& run, rollout::PolicyRef p
       skill_ema_(reward::LearningPotentialConfig{config.reward.ema_fast, config.reward.ema_slow}),
       rng_(config.run.seed) {
   memory_.load(run.memory_path());
+  tb_ = std::make_unique<TbWriter>(run.tb_dir());
+  rollouts_ = std::make_unique<RolloutLog>(run.rollouts_path());
 }
 
 SelfPlaySummary SelfPlay::run(int64_t first) {
@@ -82,6 +99,7 @@ SelfPlaySummary SelfPlay::run(int64_t first) {
   for (int64_t t = first; t < config_.selfplay.steps; ++t) {
     std::map<std::string, double> m = step(t);
     run_.log_metrics(t, m);
+    tb_->add_scalars(t, m);
     char line[320];
     std::snprintf(line, sizeof line,
                   "step %3lld/%d | reward %.3f | envs %d valid %.2f | regret %+.3f | blend %.3f | "
@@ -91,9 +109,8 @@ SelfPlaySummary SelfPlay::run(int64_t first) {
                   m["designer/blend"], m["actor/grad_norm"], m["actor/entropy"], m["train/tis"],
                   m["perf/tokens_per_s"], m["time/step_s"]);
     log_(line);
-    ++summary_.steps;
   }
-  summary_.seconds = seconds_since(t0);
+  summary_.seconds += seconds_since(t0);
   return summary_;
 }
 
@@ -109,8 +126,12 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   //    then replace the environments with a freshly designed, validated and hinted generation.
   std::vector<rollout::Sample> designer_batch;
   if (regeneration && t > 0) designer_batch = delayed_designer_batch(m);
+  std::map<std::string, uint64_t> hash_of;  // environment id -> program hash, for rollouts.h5
+  for (const LiveEnv& env : live_) hash_of[env.id] = source_hash(env.code);
+  hinted_plays_.clear();
   const auto rollout_start = Clock::now();
   if (regeneration) regenerate(t, m);
+  for (const LiveEnv& env : live_) hash_of[env.id] = source_hash(env.code);
   m["designer/valid_rate"] = last_valid_rate_;
 
   // 2. Play every live environment G times without the hint.
@@ -132,6 +153,7 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   }
   const std::vector<double> adv = reward::actor_advantages(rewards, groups, config_.reward.actor_std_eps);
   std::vector<rollout::Sample> agent_batch;
+  std::vector<EpisodeRow> agent_rows;  // episode facts for rollouts.h5, aligned with agent_batch
   int64_t turns = 0, successes = 0;
   for (size_t i = 0; i < plays.size(); ++i) {
     rollout::EpisodeResult& r = plays[i];
@@ -149,6 +171,12 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
     r.sample.advantage = adv[i];
     r.sample.rollout_id = t;
     r.sample.temperature = logprob_temperature(sp.agent.temperature);
+    EpisodeRow row;
+    row.step = t;
+    row.terminated = r.terminated;
+    row.truncated = r.truncated;
+    row.turns = r.turns;
+    agent_rows.push_back(row);
     agent_batch.push_back(std::move(r.sample));
   }
 
@@ -179,10 +207,20 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   std::vector<rollout::Sample> batch = std::move(designer_batch);
   const int64_t n_designer = static_cast<int64_t>(batch.size());
   for (rollout::Sample& s : agent_batch) batch.push_back(std::move(s));
+  LrSchedule schedule;
+  schedule.kind = config_.optim.lr_schedule;
+  schedule.base_lr = config_.optim.lr;
+  schedule.warmup_steps = config_.optim.warmup_steps;
+  schedule.total_steps = sp.steps;
+  schedule.min_lr_ratio = config_.optim.min_lr_ratio;
+  const double lr = learning_rate(schedule, t);
+  for (torch::optim::OptimizerParamGroup& group : optimizer_.param_groups()) group.options().set_lr(lr);
+  m["actor/lr"] = lr;
   UpdateOptions update;
   update.loss = loss_config(config_.loss);
   update.micro_batch_tokens = config_.optim.micro_batch_tokens;
   update.grad_clip = config_.optim.grad_clip;
+  update.logprob_chunk_rows = config_.optim.logprob_chunk_rows;
   const UpdateStats u = grpo_update(policy_.model, optimizer_, batch, update);
 
   // 6. Metrics (names of DESIGN.md) and checkpoint on schedule.
@@ -213,13 +251,85 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   m["time/rollout_s"] = rollout_s;
   m["time/update_s"] = u.seconds;
   m["perf/train_tokens_per_s"] = u.seconds > 0 ? static_cast<double>(u.num_tokens) / u.seconds : 0.0;
+  // Every episode of the step into rollouts.h5: the trained batch (designer first) and the hinted plays.
+  std::vector<EpisodeRow> rows;
+  std::vector<EnvironmentRow> new_envs;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    EpisodeRow row = i < static_cast<size_t>(n_designer) ? EpisodeRow{} : agent_rows[i - n_designer];
+    row.sample = &batch[i];
+    row.step = t;
+    row.env_source_hash = hash_of.count(batch[i].env_id) ? hash_of[batch[i].env_id] : 0;
+    rows.push_back(row);
+  }
+  for (const rollout::EpisodeResult& r : hinted_plays_) {
+    EpisodeRow row;
+    row.sample = &r.sample;
+    row.step = t;
+    row.hinted = true;
+    row.trained = false;
+    row.terminated = r.terminated;
+    row.truncated = r.truncated;
+    row.turns = r.turns;
+    row.env_source_hash = hash_of.count(r.sample.env_id) ? hash_of[r.sample.env_id] : 0;
+    rows.push_back(row);
+  }
+  if (regeneration)
+    for (const LiveEnv& env : live_) new_envs.push_back({env.id, env.skill, env.code, env.hint, env.born, env.from_seed});
+  const auto log_start = Clock::now();
+  rollouts_->append(rows, new_envs);
+  m["time/rollouts_h5_s"] = seconds_since(log_start);
+  hinted_plays_.clear();
+
+  m["perf/max_rss_gb"] = max_rss_gb();
   m["time/step_s"] = seconds_since(step_start);
 
+  ++summary_.steps;
   if ((t + 1) % config_.checkpoint.every == 0 || last) {
-    save_training_checkpoint(run_, t + 1, policy_, config_.checkpoint.dtype);
+    const SelfPlayState state = snapshot(t + 1);
+    const TrainerStateRefs refs{state, optimizer_, memory_};
+    save_training_checkpoint(run_, t + 1, policy_, config_.checkpoint.dtype, &refs);
     run_.prune_checkpoints(config_.checkpoint.keep_last);
   }
   return m;
+}
+
+SelfPlayState SelfPlay::snapshot(int64_t next_step) const {
+  SelfPlayState s;
+  s.next_step = next_step;
+  std::ostringstream rng;
+  rng << rng_;
+  s.rng = rng.str();
+  s.corpus_position = corpus_.position();
+  s.live = live_;
+  s.designer_buffer = designer_buffer_;
+  for (const auto& [skill, ema] : skill_ema_.skills())
+    s.skill_ema[skill] = {ema.initialised(), ema.mu_fast(), ema.mu_slow()};
+  s.summary = summary_;
+  s.last_valid_rate = last_valid_rate_;
+  s.last_regret = last_regret_;
+  s.lr = optimizer_.param_groups().empty() ? 0.0 : optimizer_.param_groups()[0].options().get_lr();
+  return s;
+}
+
+int64_t SelfPlay::resume(const std::string& checkpoint_dir) {
+  SelfPlayState s = load_trainer_state(checkpoint_dir, optimizer_, memory_);
+  std::istringstream rng(s.rng);
+  rng >> rng_;
+  if (rng.fail()) throw Error("checkpoint: malformed loop RNG state in " + checkpoint_dir);
+  corpus_.seek(s.corpus_position);
+  live_ = std::move(s.live);
+  designer_buffer_ = std::move(s.designer_buffer);
+  skill_ema_ = reward::LearningPotentialTracker(
+      reward::LearningPotentialConfig{config_.reward.ema_fast, config_.reward.ema_slow});
+  for (const auto& [skill, ema] : s.skill_ema)
+    if (ema.initialised) skill_ema_.at(skill).restore(ema.mu_fast, ema.mu_slow);
+  summary_ = s.summary;
+  last_valid_rate_ = s.last_valid_rate;
+  last_regret_ = s.last_regret;
+  memory_.save(run_.memory_path());  // memory.json may be newer than the checkpoint: roll it back
+  if (!rollouts_->truncate(s.next_step))
+    log_("rollouts.h5 was torn by the interruption: kept as rollouts.h5.corrupt, a new file started");
+  return s.next_step;
 }
 
 void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
@@ -319,6 +429,7 @@ void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
     summary_.hint_success_sum += r.reward > 0;
     ++summary_.hint_plays;
   }
+  hinted_plays_ = std::move(hinted_plays);  // logged to rollouts.h5 at the end of the step
   for (LiveEnv& env : live_) env.r_hint = mean(by_env[env.id]);
   std::vector<double> r_hints;
   for (const LiveEnv& env : live_) r_hints.push_back(env.r_hint);

@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "envsandbox/sandbox.h"
 #include "reward/learning_potential.h"
 #include "rollout/designer.h"
+#include "rollout/episode.h"
 #include "rollout/policy_ref.h"
 #include "rollout/sample.h"
 #include "trainer/config.h"
@@ -19,33 +21,12 @@
 #include "trainer/grpo_update.h"
 #include "trainer/run_dir.h"
 #include "trainer/seed_envs.h"
+#include "trainer/selfplay_state.h"
+#include "trainer/rollout_log.h"
+#include "trainer/tb_writer.h"
 #include "trainer/config_bridge.h"
 
 namespace spade::trainer {
-
-/// An admitted environment in play. Each lives exactly k steps (reference §1).
-struct LiveEnv {
-  std::string id;          // "game_<t>_<i>_<skill>"
-  std::string skill;
-  std::string code;
-  std::string path;        // envs/<id>.py
-  std::string hint;        // "" when the hint failed
-  int64_t born = 0;        // rollout id of its regeneration
-  double r_hint = 0, r_nohint = 0, regret = 0;
-  std::vector<double> window_rewards;  // every no-hint episode reward over its k-step window
-  bool step_timeout = false;
-  bool from_seed = false;  // a seed environment filling a slot the designer left empty
-};
-
-/// Totals over the run, for the closing summary.
-struct SelfPlaySummary {
-  int steps = 0;
-  int64_t attempts = 0, admitted = 0, rejected = 0;
-  std::map<std::string, int64_t> rejected_by_reason;
-  double hint_success_sum = 0, nohint_success_sum = 0;  // over regeneration-step plays
-  int64_t hint_plays = 0, nohint_plays = 0;
-  double seconds = 0;
-};
 
 class SelfPlay {
  public:
@@ -55,8 +36,18 @@ class SelfPlay {
            torch::optim::Optimizer& optimizer, std::function<void(const std::string&)> log);
 
   /// Runs steps [first, config.selfplay.steps); writes metrics, envs/, rejected/, memory.json,
-  /// checkpoints. Returns the summary.
+  /// checkpoints (policy + trainer state every checkpoint.every steps and after the last step).
+  /// Returns the summary (totals since step 0 when resumed).
   SelfPlaySummary run(int64_t first = 0);
+
+  /// Restores the loop from a checkpoint written by this class (checkpointing.h): optimizer, torch
+  /// RNG, loop RNG, corpus position, live environments, designer buffer, memory (also rewritten to
+  /// memory.json), skill EMAs, summary. The policy weights must already be loaded from the same
+  /// checkpoint. Returns the step to pass to run(). Throws spade::Error on a malformed checkpoint.
+  int64_t resume(const std::string& checkpoint_dir);
+
+  /// The loop state to save before running step `next_step` (used by checkpoints; exposed for tests).
+  SelfPlayState snapshot(int64_t next_step) const;
 
  private:
   /// One rollout t, top to bottom; returns the metrics line.
@@ -82,6 +73,9 @@ class SelfPlay {
   reward::LearningPotentialTracker skill_ema_;
   std::mt19937_64 rng_;
   SelfPlaySummary summary_;
+  std::unique_ptr<TbWriter> tb_;                // runs/<name>/tb/: the metrics.jsonl scalars
+  std::unique_ptr<RolloutLog> rollouts_;        // runs/<name>/rollouts.h5: every episode
+  std::vector<rollout::EpisodeResult> hinted_plays_;  // this step's hinted plays (logged, not trained)
   double last_valid_rate_ = 0, last_regret_ = 0;
 };
 

@@ -81,7 +81,8 @@ Corpus prepare_corpus(const Config& config, const RunDir& run, const LogFn& log)
 }
 
 OwnedPolicy prepare_policy(const Config& config, const RunDir& run, const Corpus& corpus,
-                           const std::vector<SeedEnv>& seeds, const LogFn& log) {
+                           const std::vector<SeedEnv>& seeds, const LogFn& log,
+                           const std::string& resume_checkpoint) {
   OwnedPolicy p;
   std::string tok_path = config.tokenizer.path;
   if (tok_path.empty() && !config.model.init_checkpoint.empty())
@@ -114,7 +115,10 @@ OwnedPolicy prepare_policy(const Config& config, const RunDir& run, const Corpus
   p.tokenizer = policy::Tokenizer::load(tok_path);
   p.chat = std::make_unique<policy::ChatTemplate>(p.tokenizer);
 
-  if (!config.model.init_checkpoint.empty()) {
+  if (!resume_checkpoint.empty()) {
+    p.model = load_training_policy(resume_checkpoint);
+    log("policy: resumed from " + resume_checkpoint);
+  } else if (!config.model.init_checkpoint.empty()) {
     p.model = policy::load_checkpoint(config.model.init_checkpoint);
     log("policy: loaded " + config.model.init_checkpoint);
   } else {
@@ -128,24 +132,52 @@ OwnedPolicy prepare_policy(const Config& config, const RunDir& run, const Corpus
   return p;
 }
 
+Config load_run_config(const std::string& run_dir, const std::vector<std::string>& overrides) {
+  const fs::path dir = fs::absolute(fs::path(run_dir)).lexically_normal();
+  const fs::path file = dir / "config.yaml";
+  if (!fs::exists(file))
+    throw Error("resume: " + file.string() + " does not exist (is " + run_dir + " a run directory?)");
+  std::vector<std::string> all = overrides;
+  const std::string name = dir.has_filename() ? dir.filename().string() : dir.parent_path().filename().string();
+  const std::string parent = dir.has_filename() ? dir.parent_path().string() : dir.parent_path().parent_path().string();
+  all.push_back("run.out_dir=" + parent);
+  all.push_back("run.name=" + name);
+  return load_config(file.string(), all);
+}
+
 std::string run_train(const Config& config, const TrainOptions& options, const LogFn& log) {
   const auto t0 = std::chrono::steady_clock::now();
-  const int threads = config.run.threads > 0 ? config.run.threads
-                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = config.run.threads > 0 ? config.run.threads
+                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (config.run.deterministic) {
+    // One intra-op thread: reductions (matmul, softmax, sums) then run in one fixed order, so a run
+    // and its resumed twin compute bit-identical numbers. Deterministic algorithms: warn-only, since
+    // the CPU kernels used here have no nondeterministic variants.
+    threads = 1;
+    at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+  }
   at::set_num_threads(threads);
   torch::manual_seed(config.run.seed);
 
   const RunDir run = RunDir::create(config.run.out_dir, config.run.name);
+  std::string resume_from;
+  if (options.resume) {
+    resume_from = latest_resumable_checkpoint(run);
+    if (resume_from.empty())
+      throw Error("resume: no checkpoint with trainer state under " + run.checkpoints_dir() +
+                  " (the run stopped before its first checkpoint.every steps: start it again with "
+                  "`spade train --config " + run.config_path() + "`)");
+  }
   write_file_atomic(run.config_path(), to_yaml(config));
   log("run directory: " + run.root);
 
   Corpus corpus = prepare_corpus(config, run, log);
   const std::vector<SeedEnv> seeds = load_seed_envs(config.seed_envs.dir);
   log(fmt("seed environments: %.0f", seeds.size()) + " from " + config.seed_envs.dir);
-  OwnedPolicy policy = prepare_policy(config, run, corpus, seeds, log);
+  OwnedPolicy policy = prepare_policy(config, run, corpus, seeds, log, resume_from);
   envsandbox::EnvServer server(sandbox_options(config.sandbox));
 
-  if (config.warm_start.enabled) {
+  if (config.warm_start.enabled && resume_from.empty()) {
     WarmStartStats ws = run_warm_start(policy.ref(), server, seeds, corpus, config, log);
     log(fmt("warm start: %.0f steps in %.0f s, loss %.3f -> %.3f", ws.steps, ws.seconds, ws.first_loss,
             ws.last_loss));
@@ -163,8 +195,14 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
                                     .weight_decay(config.optim.weight_decay)
                                     .eps(config.optim.adam_eps));
   SelfPlay selfplay(config, run, policy.ref(), server, corpus, seeds, optimizer, log);
-  const SelfPlaySummary s = selfplay.run();
-  final_dir = run.checkpoint_dir(s.steps);
+  int64_t first = 0;
+  if (!resume_from.empty()) {
+    first = selfplay.resume(resume_from);
+    run.truncate_metrics(first);
+    log(fmt("resume: continuing at step %.0f", first) + " from " + resume_from);
+  }
+  const SelfPlaySummary s = selfplay.run(first);
+  final_dir = run.checkpoint_dir(std::max<int64_t>(first, config.selfplay.steps));
 
   log("---- summary ----");
   log(fmt("steps: %.0f   self-play time: %.0f s   total wall time: %.0f s", s.steps, s.seconds,

@@ -33,17 +33,29 @@ Corpus prepare_corpus(const Config& config, const RunDir& run, const LogFn& log)
 
 /// Tokenizer: tokenizer.path, else model.init_checkpoint's tokenizer.model, else one trained
 /// into the run directory on corpus documents, seed programs and the prompt templates (reused if
-/// already there). Model: model.init_checkpoint (HF directory), else a random Llama-style decoder
-/// of the configured shape. Throws spade::Error naming the file on bad input.
+/// already there). Model: `resume_checkpoint` when given (checkpointing.h load_training_policy),
+/// else model.init_checkpoint (HF directory), else a random Llama-style decoder of the configured
+/// shape. Throws spade::Error naming the file on bad input.
 OwnedPolicy prepare_policy(const Config& config, const RunDir& run, const Corpus& corpus,
-                           const std::vector<SeedEnv>& seeds, const LogFn& log);
+                           const std::vector<SeedEnv>& seeds, const LogFn& log,
+                           const std::string& resume_checkpoint = "");
 
 struct TrainOptions {
   bool selfplay = true;   // false: cold start only (`spade sft`)
+  bool resume = false;    // continue the run directory of `config` from its newest checkpoint with
+                          // trainer state (no warm start; metrics.jsonl cut back to that step)
 };
 
+/// The saved resolved config of an existing run directory (RUN_DIR/config.yaml) with `overrides`
+/// applied, and run.out_dir / run.name pointing at `run_dir` wherever it now lives.
+/// Throws spade::Error when RUN_DIR/config.yaml is missing or invalid.
+Config load_run_config(const std::string& run_dir, const std::vector<std::string>& overrides = {});
+
 /// Runs the whole job described by `config` and returns the final checkpoint directory.
-/// Prints progress through `log`: a line per step and a closing summary.
+/// Prints progress through `log`: a line per step and a closing summary. With options.resume, the
+/// run continues exactly where its newest checkpoint left off: with run.deterministic set, the
+/// metrics of the following steps equal those of an uninterrupted run (tests/trainer/test_resume.cpp).
+/// Throws spade::Error when resuming a run without a resumable checkpoint.
 std::string run_train(const Config& config, const TrainOptions& options, const LogFn& log);
 
 }  // namespace spade::trainer

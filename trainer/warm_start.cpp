@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cmath>
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -161,8 +162,12 @@ WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& 
       tokens += static_cast<int64_t>(s.tokens.size());
       batch.push_back(std::move(s));
     }
-    // Linear warmup then constant learning rate.
-    const double lr = ws.lr * std::min(1.0, (stats.steps + 1) / std::max(1.0, ws.warmup_steps));
+    // Linear warmup, then cosine decay to 10% over the time box (or max_steps, whichever is nearer):
+    // the last steps at a low rate settle the memorised programs.
+    const double progress = std::min(1.0, std::max(elapsed() / ws.max_seconds,
+                                                   static_cast<double>(stats.steps) / ws.max_steps));
+    const double decay = 0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * progress));
+    const double lr = ws.lr * decay * std::min(1.0, (stats.steps + 1) / std::max(1.0, ws.warmup_steps));
     for (auto& group : optimizer.param_groups())
       static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 

@@ -62,3 +62,28 @@ TEST(Config, ShippedConfigsLoad) {
   Config tiny = load_config(std::string(SPADE_SOURCE_DIR) + "/configs/games-tiny.yaml");
   EXPECT_GE(tiny.selfplay.steps, 8);  // issue 2: N >= 8 in the default
 }
+
+#include "trainer/lr_schedule.h"
+
+TEST(LrSchedule, ConstantWarmupCosine) {
+  using spade::trainer::learning_rate;
+  spade::trainer::LrSchedule s;
+  s.base_lr = 1e-3;
+  EXPECT_DOUBLE_EQ(learning_rate(s, 0), 1e-3);
+  EXPECT_DOUBLE_EQ(learning_rate(s, 99), 1e-3);
+  s.kind = "linear_warmup";
+  s.warmup_steps = 4;
+  EXPECT_DOUBLE_EQ(learning_rate(s, 0), 0.25e-3);
+  EXPECT_DOUBLE_EQ(learning_rate(s, 3), 1e-3);
+  EXPECT_DOUBLE_EQ(learning_rate(s, 50), 1e-3);
+  s.kind = "cosine";
+  s.total_steps = 14;
+  s.min_lr_ratio = 0.1;
+  EXPECT_DOUBLE_EQ(learning_rate(s, 1), 0.5e-3);            // warmup
+  EXPECT_DOUBLE_EQ(learning_rate(s, 4), 1e-3);              // p = 0
+  EXPECT_NEAR(learning_rate(s, 9), 1e-3 * (0.1 + 0.9 * 0.5), 1e-15);  // p = 0.5
+  EXPECT_DOUBLE_EQ(learning_rate(s, 14), 1e-4);             // p = 1: the floor
+  EXPECT_DOUBLE_EQ(learning_rate(s, 100), 1e-4);
+  s.kind = "linear";
+  EXPECT_THROW(learning_rate(s, 0), spade::Error);
+}

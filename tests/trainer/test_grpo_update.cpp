@@ -38,9 +38,12 @@ std::vector<rollout::Sample> on_policy_samples(policy::Transformer& model, int n
   return out;
 }
 
-std::vector<torch::Tensor> grads_after_update(const std::vector<rollout::Sample>& samples, int budget) {
+std::vector<torch::Tensor> grads_after_update(const std::vector<rollout::Sample>& samples, int budget,
+                                              int64_t chunk_rows = 0, double entropy_coef = 0.0,
+                                              std::vector<torch::Tensor>* logps = nullptr) {
   fixtures::TinyPolicy p = fixtures::make_tiny_policy(7);
   UpdateOptions o;
+  o.loss.entropy_coef = entropy_coef;
   // grpo_update's accumulation, without the optimizer step, so the gradients can be compared.
   std::vector<const rollout::Sample*> ptrs;
   for (auto& s : samples) ptrs.push_back(&s);
@@ -49,8 +52,10 @@ std::vector<torch::Tensor> grads_after_update(const std::vector<rollout::Sample>
   for (auto& b : batches) masks.push_back(b.loss_mask);
   const double norm = global_normaliser(o.loss.agg_mode, masks);
   for (auto& b : batches) {
-    auto [logp, ent] = sequence_logprobs(p.model, b, false);
-    compute_policy_loss(logp, logp.detach(), b.rollout_logp, b.advantages, b.loss_mask, norm, o.loss).loss.backward();
+    auto [logp, ent] = sequence_logprobs(p.model, b, entropy_coef != 0.0, chunk_rows);
+    if (logps) logps->push_back(logp.detach().clone());
+    compute_policy_loss(logp, logp.detach(), b.rollout_logp, b.advantages, b.loss_mask, norm, o.loss, ent)
+        .loss.backward();
   }
   std::vector<torch::Tensor> g;
   for (auto& prm : p.model->parameters()) g.push_back(prm.grad().clone());
@@ -98,4 +103,24 @@ TEST(GrpoUpdate, PositiveAdvantageRaisesLogprob) {
     sa += after[t];
   }
   EXPECT_GT(sa, sb);  // gradient ascent on A * logp with A > 0
+}
+
+// Chunked lm_head (issue 5): logits of at most 5 rows at a time, recomputed in backward; the
+// logprobs and the gradients (tied embeddings) match the unchunked computation.
+TEST(GrpoUpdate, ChunkedLogprobsMatchUnchunked) {
+  fixtures::TinyPolicy p = fixtures::make_tiny_policy(7);
+  auto samples = on_policy_samples(p.model, 3, 0.7);
+  std::vector<torch::Tensor> lp_whole, lp_chunked;
+  // Entropy bonus off: two identical unchunked runs with entropy_coef > 0 already differ by ~1e-4
+  // relative here (open finding, see the trainer report), so it cannot anchor a strict comparison.
+  const double ent_coef = 0.0;
+  auto whole = grads_after_update(samples, 1 << 20, 0, ent_coef, &lp_whole);
+  auto chunked = grads_after_update(samples, 1 << 20, 5, ent_coef, &lp_chunked);
+  ASSERT_EQ(lp_whole.size(), lp_chunked.size());
+  for (size_t i = 0; i < lp_whole.size(); ++i) EXPECT_TRUE(torch::allclose(lp_whole[i], lp_chunked[i], 1e-6, 1e-6));
+  ASSERT_EQ(whole.size(), chunked.size());
+  for (size_t i = 0; i < whole.size(); ++i)
+    EXPECT_TRUE(torch::allclose(whole[i], chunked[i], 1e-5, 1e-7))
+        << "parameter " << i << " max |diff| " << (whole[i] - chunked[i]).abs().max().item<double>() << " max |g| "
+        << whole[i].abs().max().item<double>() << " ratio " << (chunked[i].sum() / whole[i].sum()).item<double>();
 }

@@ -11,6 +11,7 @@
 #include "policy/checkpoint.h"
 #include "policy/tokenizer.h"
 #include "rollout/sampler.h"
+#include "tests/trainer/spawn_helpers.h"
 #include "trainer/train.h"
 
 using namespace spade;
@@ -52,12 +53,23 @@ TEST(Train, TinyRunWritesEveryOutput) {
     auto j = nlohmann::json::parse(line);
     for (const char* key : {"actor/pg_loss", "actor/pg_clipfrac", "actor/entropy", "actor/grad_norm", "train/tis",
                             "reward/mean", "designer/valid_rate", "designer/regret", "designer/blend",
-                            "perf/tokens_per_s", "time/step_s"})
+                            "perf/tokens_per_s", "perf/max_rss_gb", "time/step_s"})
       EXPECT_TRUE(j.contains(key)) << key << " missing in " << line;
     EXPECT_EQ(j["step"], n);
     ++n;
   }
   EXPECT_EQ(n, 2);
+  // TensorBoard: one events file under tb/ with the same metric names, read back independently;
+  // perf/max_rss_gb (VmHWM) is logged.
+  std::vector<fs::path> events;
+  for (auto& e : fs::directory_iterator(run / "tb")) events.push_back(e.path());
+  ASSERT_EQ(events.size(), 1u);
+  const nlohmann::json tb = testutil::read_tfevents(events[0].string(), (root / "tb.json").string());
+  for (const char* key : {"actor/pg_loss", "reward/mean", "designer/valid_rate", "perf/max_rss_gb"}) {
+    ASSERT_TRUE(tb["scalars"].contains(key)) << key;
+    EXPECT_EQ(tb["scalars"][key].size(), 2u) << key;
+  }
+  EXPECT_GT(tb["scalars"]["perf/max_rss_gb"][1][1].get<double>(), 0.01);
   // A random 1-layer model writes no valid program: every attempt is rejected with a readable reason.
   int rejected = 0;
   for (auto& e : fs::directory_iterator(run / "rejected")) {

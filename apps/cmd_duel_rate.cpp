@@ -1,0 +1,273 @@
+// `spade duel ...`: the SWE-Duel commands. This file creates the `duel` subcommand and its `rate`
+// subcommand, plus `spade bench duel` (the ratings benchmark recorded in bench/RESULTS.md).
+//
+//   spade duel rate --matches FILE.json [--bootstrap N] [--seed S] [--out rankings.json]
+//       Rates any list of match records (evaldual/match_record.h: an array, or an object with a
+//       "matches" array such as an exported rankings JSON) and writes the rankings JSON
+//       (evaldual/rankings.h). Without --out the JSON goes to stdout; with it, a table does.
+//   spade bench duel [--participants 11] [--matches 50] [--turns 30] [--bootstrap 1000] [--repeats 5]
+//       Times one full rating (BT + 1000-draw match bootstrap + Elo + contested-turn BT with its own
+//       bootstrap + per-role Elo) of a synthetic tournament: a round robin of N-1 participants plus a
+//       late entrant scheduled by active sampling, as in the paper's 45 + 5 matches. Prints JSON.
+//
+// Adding more `duel` subcommands from another file: add_duel_commands() returns the `duel` App and
+// may be called in any order with other registrars; a new file does
+//     CLI::App* duel = spade::apps::add_duel_commands(app);  // finds or creates "duel" (+ "rate" once)
+//     CLI::App* match = duel->add_subcommand("match", "...");
+// or, to stay independent of this file, the same find-or-create: app.get_subcommand("duel") inside a
+// try, catching CLI::OptionNotFound and calling app.add_subcommand("duel", ...) there.
+#include <chrono>
+#include <cstdlib>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "apps/commands.h"
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "evaldual/rankings.h"
+#include "evaldual/schedule.h"
+
+using nlohmann::json;
+
+namespace spade::apps {
+namespace {
+
+CLI::App* find_or_add(CLI::App& parent, const std::string& name, const std::string& description) {
+  try {
+    return parent.get_subcommand(name);
+  } catch (const CLI::OptionNotFound&) {
+    CLI::App* sub = parent.add_subcommand(name, description);
+    sub->require_subcommand(1);
+    return sub;
+  }
+}
+
+void add_rate_command(CLI::App* duel) {
+  struct Args {
+    std::string matches, out, tournament_id, format;
+    int bootstrap = 1000;
+    uint64_t seed = 42;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* rate = duel->add_subcommand("rate", "rate match records: Bradley-Terry + bootstrap CIs, Elo, rankings JSON");
+  rate->add_option("--matches", args->matches, "match records JSON: [ {match_id, model_a, model_b, outcome}, ... ]")
+      ->required();
+  rate->add_option("--bootstrap", args->bootstrap, "bootstrap resamples of matches (default 1000; 0 = none)");
+  rate->add_option("--seed", args->seed, "bootstrap seed (default 42)");
+  rate->add_option("--out", args->out, "write the rankings JSON here (atomically) and print a table");
+  rate->add_option("--tournament-id", args->tournament_id, "tournament_id (default: from the input, else its file name)");
+  rate->add_option("--format", args->format, "format field (default: from the input, else \"imported\")");
+  rate->callback([args] {
+    set_action([args] {
+      const Args& a = *args;
+      json doc;
+      try {
+        doc = json::parse(read_file(a.matches));
+      } catch (const json::parse_error& e) {
+        throw Error(a.matches + ": not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what());
+      }
+      std::vector<evaldual::MatchRecord> ms = evaldual::matches_from_json(doc, a.matches);
+      evaldual::RankingOptions o;
+      o.bootstrap_samples = a.bootstrap;
+      o.seed = a.seed;
+      o.tournament_id = std::filesystem::path(a.matches).stem().string();
+      o.format = "imported";
+      if (doc.is_object()) {
+        if (doc.contains("tournament_id") && doc["tournament_id"].is_string()) o.tournament_id = doc["tournament_id"];
+        if (doc.contains("format") && doc["format"].is_string()) o.format = doc["format"];
+        if (doc.contains("repos")) o.repos = doc["repos"];
+        if (doc.contains("targets_per_repo") && doc["targets_per_repo"].is_number_integer()) {
+          o.targets_per_repo = doc["targets_per_repo"].get<int>();
+        }
+      }
+      if (!a.tournament_id.empty()) o.tournament_id = a.tournament_id;
+      if (!a.format.empty()) o.format = a.format;
+      evaldual::Rankings r = evaldual::compute_rankings(ms, o);
+      std::string text = evaldual::rankings_to_json(r).dump(2) + "\n";
+      if (a.out.empty()) {
+        std::fputs(text.c_str(), stdout);
+      } else {
+        write_file_atomic(a.out, text);
+        std::fputs(evaldual::rankings_table(r).c_str(), stdout);
+        std::printf("%zu matches, %zu participants, %d bootstrap draws (seed %llu) -> %s\n", ms.size(),
+                    r.rankings.size(), r.bootstrap_samples, static_cast<unsigned long long>(r.seed), a.out.c_str());
+      }
+      if (r.bootstrap_unconverged > 0) {
+        std::fprintf(stderr,
+                     "note: %d bootstrap fits hit the iteration cap (a participant without wins or without losses "
+                     "in that draw; its rating there is finite but capped, see evaldual/bradley_terry.h)\n",
+                     r.bootstrap_unconverged);
+      }
+      return 0;
+    });
+  });
+}
+
+// ------------------------------------------------------------------ spade bench duel
+
+double load_average() {
+  double l[1] = {0};
+  return getloadavg(l, 1) == 1 ? l[0] : -1.0;
+}
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+// A synthetic tournament: true log-strengths spread over [-1.5, 1.5]; each match has `turns` turns
+// alternating Red/Blue; a turn's Blue repairs with probability sigma(1.5 + beta_blue - beta_red)
+// (Blue wins ~88% of turns at equal strength, the paper's overall rate); 5% of turns are missing-task
+// auto-wins. A round robin of n-1 participants, then the last enters by active sampling until `matches`
+// matches are played (or its budget is spent).
+std::vector<evaldual::MatchRecord> synthetic_tournament(int n, int matches, int turns, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<std::string> ids;
+  std::vector<double> beta;
+  for (int i = 0; i < n; ++i) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "model-%02d#mini-swe-agent", i);
+    ids.push_back(buf);
+    beta.push_back(n > 1 ? -1.5 + 3.0 * i / (n - 1) : 0.0);
+  }
+  std::vector<evaldual::MatchRecord> out;
+  auto play = [&](const std::string& id, int a, int b) {
+    evaldual::MatchRecord m;
+    m.match_id = id;
+    m.model_a = ids[a];
+    m.model_b = ids[b];
+    char ts[32];
+    std::snprintf(ts, sizeof ts, "2026-05-01T00:%02d:%02dZ", static_cast<int>(out.size() / 60),
+                  static_cast<int>(out.size() % 60));
+    m.timestamp = ts;
+    double qa = 0, qb = 0;
+    for (int t = 0; t < turns; ++t) {
+      int red = t % 2 == 0 ? a : b, blue = t % 2 == 0 ? b : a;
+      evaldual::TurnRecord tr;
+      tr.red = ids[red];
+      tr.blue = ids[blue];
+      tr.repo = "repo-" + std::to_string(t / 2);
+      tr.auto_win = u(rng) < 0.05;
+      double p_blue = 1.0 / (1.0 + std::exp(-(1.5 + beta[blue] - beta[red])));
+      tr.blue_composite = tr.auto_win || u(rng) < p_blue ? 1.0 : 0.0;
+      bool a_point = (tr.blue_wins() ? blue : red) == a;
+      (a_point ? qa : qb) += 1;
+      m.turns.push_back(tr);
+    }
+    m.score_a = qa;
+    m.score_b = qb;
+    m.outcome = qa > qb ? evaldual::Outcome::kAWins : qb > qa ? evaldual::Outcome::kBWins : evaldual::Outcome::kDraw;
+    out.push_back(m);
+  };
+  std::vector<std::string> incumbents(ids.begin(), ids.end() - 1);
+  std::map<std::string, int> index;
+  for (int i = 0; i < n; ++i) index[ids[i]] = i;
+  evaldual::TournamentState rr = evaldual::make_round_robin_state("bench", incumbents);
+  for (const evaldual::ScheduledMatch& s : rr.schedule) {
+    if (static_cast<int>(out.size()) >= matches) break;
+    play(s.match_id, index[s.a], index[s.b]);
+  }
+  evaldual::TournamentState late = evaldual::make_late_entrant_state("bench", ids.back(), incumbents);
+  evaldual::RankingOptions ro;
+  ro.bootstrap_samples = 100;
+  ro.exported_at = "bench";
+  while (static_cast<int>(out.size()) < matches) {
+    std::map<std::string, double> unc = evaldual::rating_uncertainty(evaldual::compute_rankings(out, ro));
+    std::optional<evaldual::ScheduledMatch> next = evaldual::next_late_entrant_match(late, out, unc);
+    if (!next) break;
+    play(next->match_id, index[next->a], index[next->b]);
+    evaldual::mark_done(late, next->match_id);
+  }
+  return out;
+}
+
+void add_bench_duel_command(CLI::App& app) {
+  CLI::App* bench = find_or_add(app, "bench", "benchmarks");
+  struct Args {
+    int participants = 11, matches = 50, turns = 30, bootstrap = 1000, repeats = 5;
+    uint64_t seed = 1;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = bench->add_subcommand("duel", "time one full SWE-Duel rating (BT, 1000-draw bootstrap, Elo, contested BT)");
+  cmd->add_option("--participants", args->participants, "participants (default 11: 10 round robin + 1 late entrant)");
+  cmd->add_option("--matches", args->matches, "matches (default 50 = 45 round robin + 5 active-sampled)");
+  cmd->add_option("--turns", args->turns, "turns per match (default 30 = 15 repos x 2)");
+  cmd->add_option("--bootstrap", args->bootstrap, "bootstrap draws (default 1000)");
+  cmd->add_option("--repeats", args->repeats, "timed repeats (default 5; the median is reported)");
+  cmd->add_option("--seed", args->seed, "seed of the synthetic outcomes (default 1)");
+  cmd->callback([args] {
+    set_action([args] {
+      const Args& a = *args;
+      if (a.participants < 3 || a.repeats < 1) throw Error("bench duel: needs --participants >= 3 and --repeats >= 1");
+      std::vector<evaldual::MatchRecord> ms = synthetic_tournament(a.participants, a.matches, a.turns, a.seed);
+      auto time_one = [&](bool with_turns) {
+        std::vector<evaldual::MatchRecord> input = ms;
+        if (!with_turns) {
+          for (auto& m : input) m.turns.clear();
+        }
+        evaldual::RankingOptions o;
+        o.bootstrap_samples = a.bootstrap;
+        o.exported_at = "bench";
+        std::vector<double> secs, cpu;
+        evaldual::Rankings r;
+        for (int k = 0; k < a.repeats; ++k) {
+          auto t0 = std::chrono::steady_clock::now();
+          std::clock_t c0 = std::clock();
+          r = evaldual::compute_rankings(input, o);
+          cpu.push_back(static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC);  // one thread: CPU time
+          secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        std::sort(secs.begin(), secs.end());
+        std::sort(cpu.begin(), cpu.end());
+        return std::make_pair(json{{"wall_median_s", secs[secs.size() / 2]}, {"wall_min_s", secs.front()},
+                                   {"wall_max_s", secs.back()}, {"cpu_median_s", cpu[cpu.size() / 2]},
+                                   {"cpu_min_s", cpu.front()}, {"unconverged_fits", r.bootstrap_unconverged}},
+                              r);
+      };
+      auto [matches_only, r0] = time_one(false);
+      auto [full, r1] = time_one(true);
+      size_t turns = 0;
+      for (const auto& m : ms) turns += m.turns.size();
+      json out = {{"benchmark", "duel_rate"},
+                  {"participants", a.participants},
+                  {"matches", ms.size()},
+                  {"turns", turns},
+                  {"bootstrap", a.bootstrap},
+                  {"repeats", a.repeats},
+                  {"matches_only", matches_only},
+                  {"with_contested_turns", full},
+                  {"target_s", 1.0},
+                  {"load_average_1m", load_average()},
+                  {"machine", {{"cpus", std::thread::hardware_concurrency()}, {"cpu", cpu_model()}}}};
+      std::printf("%s\n", out.dump(2).c_str());
+      std::fputs(evaldual::rankings_table(r1).c_str(), stderr);
+      return 0;
+    });
+  });
+}
+
+}  // namespace
+
+CLI::App* add_duel_commands(CLI::App& app) {
+  CLI::App* duel = find_or_add(app, "duel", "SWE-Duel: matches between participants, tournaments, ratings");
+  bool have_rate = false;
+  for (const CLI::App* sub : duel->get_subcommands({})) have_rate = have_rate || sub->get_name() == "rate";
+  if (!have_rate) {
+    add_rate_command(duel);
+    add_bench_duel_command(app);
+  }
+  return duel;
+}
+
+}  // namespace spade::apps

@@ -1,0 +1,36 @@
+// `spade export CHECKPOINT --out DIR [--dtype fp32|bf16]`: a clean HF checkpoint (issue 5) from a
+// training checkpoint (runs/<name>/checkpoints/step_NNNNNN), without the trainer state.
+#include <cstdio>
+#include <memory>
+
+#include "apps/commands.h"
+#include "trainer/checkpointing.h"
+
+namespace spade::apps {
+
+namespace {
+struct ExportArgs {
+  std::string checkpoint;
+  std::string out;
+  std::string dtype = "fp32";
+};
+}  // namespace
+
+void add_export_command(CLI::App& app) {
+  auto args = std::make_shared<ExportArgs>();
+  CLI::App* cmd = app.add_subcommand("export", "write a clean HF checkpoint (no trainer state) of a training checkpoint");
+  cmd->add_option("checkpoint", args->checkpoint, "checkpoint directory, e.g. runs/NAME/checkpoints/step_000016")
+      ->required();
+  cmd->add_option("--out", args->out, "output directory (replaced if it exists)")->required();
+  cmd->add_option("--dtype", args->dtype, "tensor dtype of model.safetensors: fp32 (default, exact) or bf16")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
+  cmd->callback([args] {
+    set_action([args] {
+      trainer::export_checkpoint(args->checkpoint, args->out, args->dtype);
+      std::printf("exported %s -> %s (%s)\n", args->checkpoint.c_str(), args->out.c_str(), args->dtype.c_str());
+      return 0;
+    });
+  });
+}
+
+}  // namespace spade::apps

@@ -1,0 +1,233 @@
+#include "evaldual/adapters.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/strings.h"
+
+namespace spade::evaldual {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  std::string l;
+  while (std::getline(in, l)) {
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    out.push_back(l);
+  }
+  return out;
+}
+
+// Applies the shared pass rule; `extra_ok` carries the runner's own condition and its reason.
+void finish(TestOutcome* o, int rc, bool extra_ok = true, const std::string& extra_reason = "") {
+  o->total = o->passed + o->failed + o->errors;
+  if (rc == -1) o->reason = "timed out";
+  else if (o->failed > 0) o->reason = std::to_string(o->failed) + " failed";
+  else if (o->errors > 0) o->reason = std::to_string(o->errors) + " error(s)";
+  else if (o->total == 0) o->reason = o->summary_found ? "no tests ran" : "no test summary found (rc " + std::to_string(rc) + ")";
+  else if (!extra_ok) o->reason = extra_reason;
+  o->ok = o->reason.empty();
+}
+
+}  // namespace
+
+TestOutcome parse_pytest(const std::string& output, int rc) {
+  TestOutcome o;
+  o.adapter = "pytest";
+  static const std::regex summary(R"(^=*\s*((\d+ [a-z]+)(, \d+ [a-z]+)*) in [0-9.]+s)");
+  static const std::regex count(R"((\d+) ([a-z]+))");
+  for (const std::string& l : lines_of(output)) {
+    std::smatch m;
+    std::string t = trim(l);
+    if (std::regex_search(t, m, summary)) {
+      o.summary_found = true;
+      o.passed = o.failed = o.errors = o.skipped = 0;
+      std::string counts = m[1];
+      for (std::sregex_iterator it(counts.begin(), counts.end(), count), end; it != end; ++it) {
+        int n = std::stoi((*it)[1]);
+        std::string what = (*it)[2];
+        if (what == "passed" || what == "xpassed") o.passed += n;
+        else if (what == "failed") o.failed += n;
+        else if (what == "error" || what == "errors") o.errors += n;
+        else if (what == "skipped" || what == "xfailed" || what == "deselected") o.skipped += n;
+      }
+    } else if (starts_with(t, "FAILED ") || starts_with(t, "ERROR ")) {
+      std::string id = t.substr(t.find(' ') + 1);
+      size_t dash = id.find(" - ");
+      o.failed_tests.push_back(trim(dash == std::string::npos ? id : id.substr(0, dash)));
+    }
+  }
+  // rc 2/3/4 (interrupted, internal error, usage error) with no counted failure is still a failure.
+  bool rc_ok = rc == 0 || (rc == 1 && (o.failed > 0 || o.errors > 0));
+  finish(&o, rc, rc_ok, "pytest exited " + std::to_string(rc));
+  return o;
+}
+
+TestOutcome parse_go_test_json(const std::string& output, int rc) {
+  TestOutcome o;
+  o.adapter = "go";
+  std::map<std::string, std::string> final_action;  // "pkg\ttest" -> action
+  std::map<std::string, std::string> package_action;
+  for (const std::string& l : lines_of(output)) {
+    std::string t = trim(l);
+    if (t.empty() || t[0] != '{') continue;
+    nlohmann::json j = nlohmann::json::parse(t, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("Action")) continue;
+    std::string action = j.value("Action", "");
+    if (action != "pass" && action != "fail" && action != "skip") continue;
+    o.summary_found = true;
+    std::string pkg = j.value("Package", "");
+    if (j.contains("Test") && j["Test"].is_string()) final_action[pkg + "\t" + j["Test"].get<std::string>()] = action;
+    else package_action[pkg] = action;
+  }
+  std::map<std::string, int> failed_in_pkg;
+  for (const auto& [key, action] : final_action) {
+    std::string pkg = key.substr(0, key.find('\t'));
+    std::string test = key.substr(key.find('\t') + 1);
+    if (action == "pass") ++o.passed;
+    else if (action == "skip") ++o.skipped;
+    else {
+      ++o.failed;
+      ++failed_in_pkg[pkg];
+      o.failed_tests.push_back(pkg + "." + test);
+    }
+  }
+  for (const auto& [pkg, action] : package_action)
+    if (action == "fail" && failed_in_pkg[pkg] == 0) {
+      ++o.errors;
+      o.failed_tests.push_back(pkg + " (package failed: build error or panic)");
+    }
+  finish(&o, rc, rc == 0, "go test exited " + std::to_string(rc));
+  return o;
+}
+
+TestOutcome parse_maven(const std::string& output, int rc) {
+  TestOutcome o;
+  o.adapter = "maven";
+  static const std::regex run(R"(Tests run:\s*(\d+),\s*Failures:\s*(\d+),\s*Errors:\s*(\d+),\s*Skipped:\s*(\d+))");
+  static const std::regex failed_id(R"(^\[ERROR\]\s{2,}([A-Za-z0-9_$.]+[.#][A-Za-z0-9_$]+)(:\d+)?)");
+  bool in_results = false;
+  for (const std::string& l : lines_of(output)) {
+    std::smatch m;
+    if (l.find("Results:") != std::string::npos) in_results = true;
+    if (std::regex_search(l, m, run)) {
+      o.summary_found = true;
+      int n = std::stoi(m[1]), f = std::stoi(m[2]), e = std::stoi(m[3]), s = std::stoi(m[4]);
+      o.failed = f;
+      o.errors = e;
+      o.skipped = s;
+      o.passed = n - f - e - s;
+      if (o.passed < 0) o.passed = 0;
+    } else if (in_results && std::regex_search(l, m, failed_id)) {
+      o.failed_tests.push_back(m[1]);
+    }
+  }
+  if (!o.summary_found) {
+    // Reference: no summary -> rc decides. Count the run as one test so the shared rule applies.
+    if (rc == 0) o.passed = 1;
+    else o.errors = 1;
+    finish(&o, rc);
+    if (!o.ok && rc != -1) o.reason = "no Surefire summary; mvn exited " + std::to_string(rc);
+    return o;
+  }
+  finish(&o, rc);
+  return o;
+}
+
+TestOutcome parse_tap(const std::string& output, int rc) {
+  TestOutcome o;
+  o.adapter = "tap";
+  std::map<std::string, int> counts;
+  int top_ok = 0, top_not_ok = 0, top_skip = 0;
+  static const std::regex counter(R"(^# (tests|pass|fail|cancelled|skipped|todo|suites)\s+(\d+)\s*$)");
+  static const std::regex result(R"(^(\s*)(ok|not ok)\s+\d+\s*(-\s*)?([^#]*)(#\s*(\w+).*)?$)");
+  for (const std::string& l : lines_of(output)) {
+    std::smatch m;
+    if (std::regex_match(l, m, counter)) {
+      counts[m[1]] = std::stoi(m[2]);
+      continue;
+    }
+    if (!std::regex_match(l, m, result)) continue;
+    bool top = m[1].length() == 0;
+    bool ok = m[2] == "ok";
+    std::string directive = m[6].matched ? std::string(m[6]) : "";
+    for (char& c : directive) c = static_cast<char>(toupper(c));
+    if (directive == "TODO") continue;
+    if (directive == "SKIP") {
+      if (top) ++top_skip;
+      continue;
+    }
+    if (!ok) o.failed_tests.push_back(trim(std::string(m[4])));
+    if (top) (ok ? top_ok : top_not_ok)++;
+  }
+  if (counts.count("pass") || counts.count("fail")) {
+    o.summary_found = true;
+    o.passed = counts["pass"];
+    o.failed = counts["fail"] + counts["cancelled"];  // reference: cancelled = failed
+    o.skipped = counts["skipped"];
+  } else if (top_ok + top_not_ok + top_skip > 0) {
+    o.summary_found = true;
+    o.passed = top_ok;
+    o.failed = top_not_ok;
+    o.skipped = top_skip;
+  }
+  finish(&o, rc);
+  return o;
+}
+
+TestOutcome parse_ctest(const std::string& output, int rc) {
+  TestOutcome o;
+  o.adapter = "ctest";
+  static const std::regex summary(R"((\d+)% tests passed, (\d+) tests? failed out of (\d+))");
+  static const std::regex failed_line(R"(^\s*\d+ - (\S+) \(([^)]*)\))");
+  bool in_list = false;
+  for (const std::string& l : lines_of(output)) {
+    std::smatch m;
+    if (std::regex_search(l, m, summary)) {
+      o.summary_found = true;
+      int f = std::stoi(m[2]), t = std::stoi(m[3]);
+      o.failed = f;
+      o.passed = t - f;
+    } else if (l.find("The following tests FAILED:") != std::string::npos) {
+      in_list = true;
+    } else if (in_list && std::regex_search(l, m, failed_line)) {
+      o.failed_tests.push_back(m[1]);
+    } else if (l.find("No tests were found") != std::string::npos) {
+      o.summary_found = true;
+    }
+  }
+  finish(&o, rc);
+  return o;
+}
+
+TestOutcome parse_rc(const std::string& output, int rc) {
+  TestOutcome o;
+  o.adapter = "c";
+  o.summary_found = true;
+  if (rc == 0) o.passed = 1;
+  else {
+    o.failed = 1;
+    o.failed_tests.push_back("exit status " + std::to_string(rc));
+  }
+  finish(&o, rc);
+  return o;
+}
+
+TestOutcome parse_test_output(const std::string& adapter, const std::string& output, int rc) {
+  if (adapter == "pytest") return parse_pytest(output, rc);
+  if (adapter == "go") return parse_go_test_json(output, rc);
+  if (adapter == "maven") return parse_maven(output, rc);
+  if (adapter == "tap" || adapter == "node" || adapter == "mocha") return parse_tap(output, rc);
+  if (adapter == "ctest") return parse_ctest(output, rc);
+  if (adapter == "c" || adapter == "rc") return parse_rc(output, rc);
+  throw Error("unknown test adapter '" + adapter + "' (known: pytest, go, maven, tap, ctest, c)");
+}
+
+std::vector<std::string> adapter_names() { return {"pytest", "go", "maven", "tap", "ctest", "c"}; }
+
+}  // namespace spade::evaldual

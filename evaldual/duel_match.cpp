@@ -1,0 +1,79 @@
+#include "evaldual/duel_match.h"
+
+#include <cmath>
+
+#include "common/error.h"
+
+namespace spade::evaldual {
+namespace {
+
+// One turn: `blue` defends `red`'s i-th task on `repo` (or wins automatically when it is missing).
+// Returns false when the defense was dropped (harness failure).
+bool play_turn(TaskBank& bank, const MatchSide& red, const MatchSide& blue, const PreparedRepo& repo, size_t i,
+               const ProtocolConfig& protocol, const MatchConfig& cfg, TurnRecord* t) {
+  t->red = red.id;
+  t->blue = blue.id;
+  t->repo = repo.spec.name;
+  std::vector<std::string> ids = bank.task_ids(red.id, repo.spec.name);
+  if (i >= ids.size()) {
+    t->auto_win = true;
+    t->blue_composite = 1.0;
+    t->extra = {{"reason", "red_missing_challenge"}, {"outcome", "auto_win"}};
+    return true;
+  }
+  t->task_id = ids[i];
+  TaskRecord rec = bank.load_record(ids[i]);
+  check_not_stale(rec.task_id, rec.repo_pin, repo);
+  TurnScore score;
+  auto cached = cfg.use_defense_cache ? bank.cached_defense(rec.task_id, blue.id) : std::nullopt;
+  if (cached) {
+    score = turn_score_from_json(nlohmann::json::parse(*cached));
+  } else {
+    PublicBundle pub = bank.load_public(rec.task_id);
+    SealedBundle sealed = bank.load_sealed(rec.task_id);
+    SessionContext ctx{blue.id, "blue", repo.spec.name, rec.slot, 0, red.id, rec.task_id};
+    DefenseResult d = run_defense(*blue.agent, ctx, repo, pub, sealed, protocol);
+    if (!d.completed) return false;
+    score = d.score;
+    bank.put_defense(rec.task_id, blue.id, to_json(score).dump());
+  }
+  t->blue_composite = score.blue_composite;
+  t->extra = {{"s_regression", score.s_regression}, {"s_feature", score.s_feature}, {"s_bugfix", score.s_bugfix},
+              {"red_composite", score.red_composite}, {"outcome", score.outcome}, {"detail", score.detail},
+              {"cached", static_cast<bool>(cached)}};
+  return true;
+}
+
+}  // namespace
+
+MatchRecord play_match(TaskBank& bank, const MatchSide& a, const MatchSide& b, const std::vector<PreparedRepo>& repos,
+                       const ProtocolConfig& protocol, const MatchConfig& cfg, const std::string& match_id) {
+  if (a.id == b.id) throw Error("match " + match_id + ": a participant cannot play itself ('" + a.id + "')");
+  if (!a.agent || !b.agent) throw Error("match " + match_id + ": both sides need an agent");
+  MatchRecord m;
+  m.match_id = match_id;
+  m.model_a = a.id;
+  m.model_b = b.id;
+  double qa = 0, qb = 0;
+  for (const PreparedRepo& repo : repos) {
+    for (int i = 0; i < cfg.turns_per_player; ++i) {
+      for (int side = 0; side < 2; ++side) {
+        const MatchSide& red = side == 0 ? a : b;
+        const MatchSide& blue = side == 0 ? b : a;
+        TurnRecord t;
+        if (!play_turn(bank, red, blue, repo, static_cast<size_t>(i), protocol, cfg, &t)) continue;
+        double blue_pts = t.blue_composite, red_pts = 1.0 - t.blue_composite;
+        (side == 0 ? qb : qa) += blue_pts;
+        (side == 0 ? qa : qb) += red_pts;
+        m.turns.push_back(std::move(t));
+      }
+    }
+  }
+  m.score_a = qa;
+  m.score_b = qb;
+  m.outcome = std::abs(qa - qb) < cfg.draw_margin ? Outcome::kDraw : qa > qb ? Outcome::kAWins : Outcome::kBWins;
+  m.timestamp = utc_now_iso();
+  return m;
+}
+
+}  // namespace spade::evaldual

@@ -1,0 +1,38 @@
+// SWE-Duel matches (paper §3.4; reference §3 "Match"): two participants defend each other's banked
+// tasks on every repository. Per repository and side the first turns_per_player tasks in bank order;
+// turns interleave (B defends A's task i, then A defends B's task i). A missing Red task is a synthetic
+// Blue win (auto_win, reason red_missing_challenge). A defense whose harness failed is dropped without
+// credit. Totals: red_composite on one's Red turns + blue_composite on one's Blue turns; a draw when the
+// totals differ by less than draw_margin (0.25: exact ties, since turns are binary).
+// Defenses are cached in the bank keyed by (task, Blue identity): a replayed match re-scores nothing.
+//
+// Thread-safety: play_match() is reentrant for distinct work directories; the bank is thread-safe.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "evaldual/match_record.h"
+#include "evaldual/protocol.h"
+
+namespace spade::evaldual {
+
+/// Match settings (reference §7 arena.yaml: turns_per_player 3).
+struct MatchConfig {
+  int turns_per_player = 3;   // N: tasks per repository per side
+  double draw_margin = 0.25;
+  bool use_defense_cache = true;
+};
+
+/// One side of a match.
+struct MatchSide {
+  std::string id;             // Participant id
+  Agent* agent = nullptr;     // plays Blue (not owned)
+};
+
+/// Plays a match over `repos` with tasks from `bank`; returns it in the ratings layer's record form
+/// (evaldual/match_record.h), each turn's extra holding s_regression, s_feature, s_bugfix, outcome,
+/// detail and reason. Throws spade::Error for a stale task (evaldual/repo_spec.h check_not_stale).
+MatchRecord play_match(TaskBank& bank, const MatchSide& a, const MatchSide& b, const std::vector<PreparedRepo>& repos,
+                       const ProtocolConfig& protocol, const MatchConfig& config, const std::string& match_id);
+
+}  // namespace spade::evaldual

@@ -1,0 +1,73 @@
+// Chat formats of the supported model families, rendered natively as text (issue 4): the string
+// each family's Jinja chat_template (tokenizer_config.json) produces, so a tokenizer that maps the
+// special-token strings to their ids (Tokenizer::encode(text, parse_special = true)) yields the
+// prompt ids. Formats (sources: the families' published chat templates / model cards):
+//
+//   kChatML (Qwen2/2.5/3, and spade's tiny default):
+//     <|im_start|>{role}\n{content}<|im_end|>\n ... [<|im_start|>assistant\n]
+//     tools (Qwen3 template): appended to the system turn as "# Tools" with one JSON schema per line
+//     inside <tools></tools>; assistant tool calls as <tool_call>\n{"name": .., "arguments": ..}\n</tool_call>;
+//     consecutive tool results grouped into one user turn as <tool_response>\n..\n</tool_response>.
+//     thinking (Qwen3): assistant turns before the last user message keep only the text after
+//     </think>; enable_thinking = false appends "<think>\n\n</think>\n\n" to the generation prompt.
+//   kLlama3 (Llama 3 / 3.1 without the 3.1 date header):
+//     <|begin_of_text|><|start_header_id|>{role}<|end_header_id|>\n\n{content, trimmed}<|eot_id|> ...
+//     [<|start_header_id|>assistant<|end_header_id|>\n\n]
+//   kLlama2 (Llama 2 chat):
+//     <s>[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST] {assistant} </s><s>[INST] {user} [/INST]
+//   kMistral (Mistral 7B Instruct v0.1/v0.2; system text is prepended to the first user message):
+//     <s>[INST] {user} [/INST]{assistant}</s>[INST] {user} [/INST]
+// Pure functions of their inputs; thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "policy/chat_template.h"
+
+namespace spade::policy {
+
+enum class ChatFormat { kChatML, kLlama3, kLlama2, kMistral };
+
+/// "chatml" | "llama3" | "llama2" | "mistral".
+const char* chat_format_name(ChatFormat format);
+
+/// A tool call made by an assistant message (ChatML/Qwen only).
+struct ToolCall {
+  std::string name;
+  nlohmann::ordered_json arguments;  // object (ordered: rendered in insertion order, as Jinja tojson)
+};
+
+/// A message with the optional fields the richer formats use.
+struct RichMessage {
+  std::string role;     // "system" | "user" | "assistant" | "tool"
+  std::string content;
+  std::vector<ToolCall> tool_calls;  // assistant only
+};
+
+struct ChatRenderOptions {
+  bool add_generation_prompt = true;
+  /// Tool JSON schemas ({"type": "function", "function": {...}} or bare function objects); ChatML only.
+  std::vector<nlohmann::ordered_json> tools;  // ordered: keys rendered in their given order
+  /// Qwen3 thinking switch; false appends an empty think block to the generation prompt. ChatML only.
+  bool enable_thinking = true;
+};
+
+/// Renders `messages` in `format`. Throws spade::Error for a role the format cannot express
+/// (e.g. "tool" in Llama 2), tools in a format without tool support, or Llama 2/Mistral messages that
+/// do not alternate user/assistant (the templates' own rule).
+std::string render_chat(ChatFormat format, const std::vector<RichMessage>& messages, const ChatRenderOptions& options = {});
+
+/// Picks the format from a tokenizer_config.json object: its "chat_template" (a string, or a list of
+/// {name, template} whose "default" entry is used) is recognised by its markers (<|im_start|>,
+/// <|start_header_id|>, <<SYS>>, [INST]); without a template, `model_type` decides (qwen* -> ChatML,
+/// llama -> Llama 3 if vocab_size >= 128000 else Llama 2, mistral -> Mistral); otherwise ChatML.
+ChatFormat detect_chat_format(const nlohmann::json& tokenizer_config, const std::string& model_type = "",
+                              int64_t vocab_size = 0);
+
+/// The end-of-turn string of a format (the sampler's stop): <|im_end|>, <|eot_id|>, </s>, </s>.
+std::string end_of_turn(ChatFormat format);
+
+}  // namespace spade::policy

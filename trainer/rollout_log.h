@@ -1,0 +1,75 @@
+// rollouts.h5: every episode of a run in HDF5 (issue 5, "Logs and data"; reference/sandbox-anchors.md
+// "HDF5 trajectories"): Minari-style names and attributes, token arrays ragged with int64 offsets,
+// text as deflated uint8 bytes with int64 offsets (variable-length HDF5 strings do not compress).
+//
+// Layout (every dataset 1-D, chunked, extendible; ragged data D has D_offsets with N + 1 entries,
+// row i spanning [D_offsets[i], D_offsets[i + 1])):
+//   /                 attrs format = "spade-rollouts-1", role_names = "agent,designer,hint", total_episodes
+//   /episodes/        one row per episode (agent plays, hinted plays, designer samples)
+//     id int64                  episode id (row index since the start of the run)
+//     step int64                rollout t whose update trained it (hinted plays: the t they ran at)
+//     rollout_id int64          rollout t that produced it (designer samples: t - k)
+//     role uint8                0 agent, 1 designer, 2 hint
+//     hinted uint8, trained uint8   a hinted play (never trained) / part of the optimizer batch
+//     rewards float64, advantages float64
+//     terminations uint8, truncations uint8, total_steps int32 (turns; Minari's total_steps)
+//     env_source_hash uint64    FNV-1a 64 of the environment program (0 when unknown)
+//     tokens int32 + tokens_offsets; loss_mask uint8 and rollout_logprobs float32 share tokens_offsets
+//     env_id uint8 + env_id_offsets; skill uint8 + skill_offsets     (UTF-8 text)
+//   /environments/    one row per admitted environment (designed or seed)
+//     born int64, from_seed uint8, source_hash uint64, id/skill/source/hint uint8 text + *_offsets
+//
+// Rows are appended once per step; the file is opened and closed around each append, so between steps
+// it is always a complete HDF5 file. Not thread-safe; one writer per file.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rollout/sample.h"
+
+namespace spade::trainer {
+
+/// One episode to log. `sample` must outlive the append call.
+struct EpisodeRow {
+  const rollout::Sample* sample = nullptr;
+  int64_t step = 0;
+  bool hinted = false, trained = true;
+  bool terminated = false, truncated = false;
+  int32_t turns = 0;
+  uint64_t env_source_hash = 0;
+};
+
+/// One environment to log.
+struct EnvironmentRow {
+  std::string id, skill, source, hint;
+  int64_t born = 0;
+  bool from_seed = false;
+};
+
+/// FNV-1a 64-bit hash of a program's text (the env_source_hash of rollouts.h5).
+uint64_t source_hash(const std::string& source);
+
+class RolloutLog {
+ public:
+  /// Uses `path`, creating the file with empty datasets when it does not exist. Throws spade::Error
+  /// naming the path when it cannot be created or is not a rollouts file of this format.
+  explicit RolloutLog(std::string path);
+
+  /// Appends episodes and environments (either may be empty) in one open/close of the file.
+  /// Throws spade::Error on an HDF5 failure.
+  void append(const std::vector<EpisodeRow>& episodes, const std::vector<EnvironmentRow>& environments);
+
+  /// Resume: drops the episode rows with step >= first_step and the environments born at or after it
+  /// (rows are in step order). A file that HDF5 cannot open (torn by a kill during an append) is
+  /// renamed to PATH.corrupt and a fresh file started; returns false in that case, true otherwise.
+  bool truncate(int64_t first_step);
+
+  int64_t num_episodes() const;  ///< rows in /episodes (opens the file)
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace spade::trainer
