@@ -139,9 +139,11 @@ std::vector<std::string> bwrap_args(const std::string& bwrap, const SandboxOptio
   std::string prefix = dirname_of(dirname_of(real_path(SPADE_PYTHON_EXECUTABLE)));
   if (prefix != "/usr" && prefix != "/") binds.push_back(prefix);
 #endif
+  a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--size", std::to_string(o.tmpfs_bytes), "--tmpfs", "/tmp"});
+  // The binds come after the tmpfs: bwrap mounts in order, so a build tree under /tmp (a checkout in
+  // /tmp/x) stays visible on top of the empty /tmp instead of being hidden by it.
   for (const std::string& b : binds) a.insert(a.end(), {"--ro-bind", b, b});
-  a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--size", std::to_string(o.tmpfs_bytes), "--tmpfs", "/tmp",
-                     "--chdir", "/tmp", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG",
+  a.insert(a.end(), {"--chdir", "/tmp", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG",
                      "C.UTF-8", "--setenv", "TMPDIR", "/tmp", "--setenv", "HOME", "/tmp"});
   return a;
 }

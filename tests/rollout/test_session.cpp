@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "rollout/sampler.h"
+#include "tests/testing/random_model.h"
 
 using namespace spade;
 using policy::ModelConfig;
@@ -18,21 +19,7 @@ using rollout::SamplingParams;
 
 namespace {
 
-struct TorchThreads : ::testing::Environment {
-  void SetUp() override { at::set_num_threads(2); }  // NOTES.md: default is 1 thread
-};
-::testing::Environment* const kThreads = ::testing::AddGlobalTestEnvironment(new TorchThreads);
-
-Transformer model(const std::string& type = "qwen3") {
-  ModelConfig c;
-  c.model_type = type;
-  c.vocab_size = 37; c.hidden_size = 32; c.intermediate_size = 48; c.num_hidden_layers = 2;
-  c.num_attention_heads = 4; c.num_key_value_heads = 2; c.head_dim = 8; c.rope_theta = 10000;
-  c.qk_norm = type == "qwen3"; c.attention_bias = type == "qwen2"; c.tie_word_embeddings = true;
-  Transformer m(c);
-  m->init_weights(11, 0.3);
-  return m;
-}
+Transformer model(const std::string& type = "qwen3") { return fixtures::random_model(type); }
 
 SamplingParams sampling(int max_new) {
   SamplingParams p;
