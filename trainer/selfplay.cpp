@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/atomic_file.h"
+#include "common/strings.h"
 #include "common/error.h"
 #include "reward/advantages.h"
 #include "reward/designer_reward.h"
@@ -400,6 +401,16 @@ void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
   last_valid_rate_ = attempts.empty() ? 0.0 : static_cast<double>(designed) / attempts.size();
   m["designer/attempts"] = static_cast<double>(attempts.size());
   m["designer/admitted"] = static_cast<double>(designed);
+  // How many admitted programs are verbatim copies of a seed program (a small policy fresh from the
+  // cold start reproduces its targets; novelty is what designer training should raise).
+  int64_t copies = 0;
+  for (const LiveEnv& env : live_)
+    for (const SeedEnv& seed : seeds_)
+      if (trim(env.code) == trim(seed.code)) {
+        ++copies;
+        break;
+      }
+  m["designer/seed_copy_rate"] = designed ? static_cast<double>(copies) / designed : 0.0;
   if (sp.fill_with_seeds) fill_empty_slots(t, slot_skills, attempts);
   m["envs/from_seeds"] = static_cast<double>(live_.size() - designed);
   for (const auto& [reason, n] : rejected_now) m["designer/rejected_by_reason/" + reason] = static_cast<double>(n);
