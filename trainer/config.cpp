@@ -163,7 +163,7 @@ void apply_node(const YAML::Node& node, const std::string& prefix, std::map<std:
         continue;
       }
     }
-    throw Error(where + ": unknown key '" + key + "' (see `spade config defaults` for valid keys)");
+    throw Error(where + ": unknown key '" + key + "' (`spade config show` lists every valid key)");
   }
 }
 
