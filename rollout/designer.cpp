@@ -11,6 +11,7 @@ Sample ChatCompletion::to_sample(Role role) const {
   s.role = role;
   s.append_context(prompt_ids);
   s.append_sampled(output.tokens, output.logprobs);
+  s.temperature = temperature;
   return s;
 }
 
@@ -30,6 +31,7 @@ std::vector<ChatCompletion> complete_chats(PolicyRef policy,
     std::vector<int64_t> ids = out[i].output.tokens;
     if (out[i].output.finish_reason == "stop" && !ids.empty()) ids.pop_back();
     out[i].text = policy.tokenizer.decode(ids);
+    out[i].temperature = params.temperature > 0 ? params.temperature : 1.0;
   }
   return out;
 }

@@ -19,7 +19,9 @@ struct ChatCompletion {
   std::vector<int64_t> prompt_ids;
   GenerationResult output;
   std::string text;   // decoded output without the EOS token
-  /// The (prompt, response) as a training sample: prompt mask 0, response mask 1 with logprobs.
+  double temperature = 1.0;  // the temperature the output's logprobs were computed at (greedy: 1)
+  /// The (prompt, response) as a training sample: prompt mask 0, response mask 1 with logprobs, and
+  /// the sampling temperature so the trainer recomputes logprobs the same way.
   Sample to_sample(Role role) const;
 };
 

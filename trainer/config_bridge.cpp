@@ -32,4 +32,33 @@ reward::DesignerRewardConfig designer_reward_config(const RewardYaml& r) {
   return c;
 }
 
+rollout::SamplingParams sampling(const SamplingYaml& s) {
+  rollout::SamplingParams p;
+  p.temperature = s.temperature;
+  p.top_p = s.top_p;
+  p.top_k = s.top_k;
+  p.min_p = s.min_p;
+  p.max_new_tokens = s.max_new_tokens;
+  return p;
+}
+
+rollout::EpisodeOptions episode_options(const Config& c) {
+  rollout::EpisodeOptions o;
+  o.sampling = sampling(c.selfplay.agent);
+  o.max_turns = c.selfplay.max_turns;
+  o.context_tokens = c.selfplay.context_tokens;
+  o.max_batch = c.selfplay.max_batch;
+  o.max_turns_cap = c.selfplay.max_turns;
+  return o;
+}
+
+envsandbox::SandboxOptions sandbox_options(const SandboxYaml& s) {
+  envsandbox::SandboxOptions o;
+  o.load_timeout_s = s.load_timeout_s;
+  o.call_timeout_s = s.call_timeout_s;
+  o.memory_limit_bytes = static_cast<int64_t>(s.memory_limit_mb) << 20;
+  o.cpu_limit_s = s.cpu_limit_s;
+  return o;
+}
+
 }  // namespace spade::trainer

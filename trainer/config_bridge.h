@@ -1,6 +1,10 @@
-// Converts the YAML-facing config sections into the option structs of reward/ and the loss.
+// Converts the YAML-facing config sections into the option structs of reward/, rollout/, the
+// sandbox and the loss: the one place where config keys meet library options.
 #pragma once
+#include "envsandbox/sandbox.h"
 #include "reward/designer_reward.h"
+#include "rollout/episode.h"
+#include "rollout/sampler.h"
 #include "trainer/config.h"
 #include "trainer/policy_loss.h"
 
@@ -14,5 +18,14 @@ reward::BlendConfig blend_config(const RewardYaml& reward);
 
 /// reward.* -> the designer reward variant and its parameters. Throws for an unknown variant.
 reward::DesignerRewardConfig designer_reward_config(const RewardYaml& reward);
+
+/// selfplay.<role>.* -> sampling parameters (stop tokens are added by the caller).
+rollout::SamplingParams sampling(const SamplingYaml& s);
+
+/// selfplay.* -> agent episode options (agent sampling, turn cap, context budget, batch).
+rollout::EpisodeOptions episode_options(const Config& c);
+
+/// sandbox.* -> sandbox options (timeouts in seconds, memory in MiB converted to bytes).
+envsandbox::SandboxOptions sandbox_options(const SandboxYaml& s);
 
 }  // namespace spade::trainer

@@ -47,32 +47,7 @@ double max_rss_gb() {
 
 int64_t reset_seed(const std::string& key) { return static_cast<int64_t>(fnv1a(key) % (1ULL << 31)); }
 
-rollout::SamplingParams sampling(const SamplingYaml& s) {
-  rollout::SamplingParams p;
-  p.temperature = s.temperature;
-  p.top_p = s.top_p;
-  p.top_k = s.top_k;
-  p.min_p = s.min_p;
-  p.max_new_tokens = s.max_new_tokens;
-  return p;
-}
-
-rollout::EpisodeOptions episode_options(const Config& c) {
-  rollout::EpisodeOptions o;
-  o.sampling = sampling(c.selfplay.agent);
-  o.max_turns = c.selfplay.max_turns;
-  o.context_tokens = c.selfplay.context_tokens;
-  o.max_batch = c.selfplay.max_batch;
-  o.max_turns_cap = c.selfplay.max_turns;
-  return o;
-}
-
 double mean(const std::vector<double>& v) { return reward::mean_or_zero(v); }
-
-// The temperature the sampler's logprobs were computed at (greedy decoding reports temperature 1).
-double logprob_temperature(double sampling_temperature) {
-  return sampling_temperature > 0 ? sampling_temperature : 1.0;
-}
 
 }  // namespace
 
@@ -171,7 +146,6 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
     sampled_tokens += r.sample.num_trainable();
     r.sample.advantage = adv[i];
     r.sample.rollout_id = t;
-    r.sample.temperature = logprob_temperature(sp.agent.temperature);
     EpisodeRow row;
     row.step = t;
     row.terminated = r.terminated;
@@ -382,7 +356,6 @@ void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
       write_file_atomic(run_.envs_dir() + "/" + name + ".json", meta.dump(2));
       a.sample.env_id = env.id;
       a.sample.rollout_id = t;
-      a.sample.temperature = logprob_temperature(sp.designer.temperature);
       designer_buffer_.push_back(std::move(a.sample));
       live_.push_back(std::move(env));
     } else {

@@ -14,6 +14,7 @@
 #include "policy/checkpoint.h"
 #include "rollout/prompts.h"
 #include "trainer/checkpointing.h"
+#include "trainer/config_bridge.h"
 #include "trainer/selfplay.h"
 #include "trainer/warm_start.h"
 
@@ -29,14 +30,6 @@ std::string fmt(const char* format, double a = 0, double b = 0, double c = 0, do
   return buf;
 }
 
-envsandbox::SandboxOptions sandbox_options(const SandboxYaml& s) {
-  envsandbox::SandboxOptions o;
-  o.load_timeout_s = s.load_timeout_s;
-  o.call_timeout_s = s.call_timeout_s;
-  o.memory_limit_bytes = static_cast<int64_t>(s.memory_limit_mb) << 20;
-  o.cpu_limit_s = s.cpu_limit_s;
-  return o;
-}
 
 policy::ModelConfig model_config(const ModelConfigYaml& m, int64_t vocab_size, int64_t eos_id, int64_t bos_id) {
   policy::ModelConfig c;
