@@ -9,7 +9,8 @@
 //   episode_steps_per_s: 10-step episodes, each in a new environment (start-up included);
 //   trivial_steps_per_s: steps of a trivial environment on a live instance (no start-up);
 //   seed_steps_per_s: the same for a seed environment (data/seed_envs/...).
-// Plus live_envs: N live environments at once and the pool's memory (cgroup charge and summed PSS).
+// Plus live_envs: N live environments at once and the pool's memory (cgroup charge and summed PSS), and
+// the sandbox's start-up with spare_children = 0 (a fork on every start-up), 1 worker.
 // The baselines inject the same common names as the sandbox's loader except numpy (importing numpy
 // would slow the subprocess baseline by ~100 ms and flatter the ratios).
 #include <fcntl.h>
@@ -307,6 +308,18 @@ void add_bench_sandbox_command(CLI::App& app) {
       options.pool_max_tasks = std::max<int64_t>(4096, 2 * a.live + 64);
       envsandbox::EnvServer server(options);
       json results, ratios, targets;
+      // The same sandbox with no spare children: every start-up forks on the caller's path.
+      json no_spares;
+      {
+        envsandbox::SandboxOptions cold = options;
+        cold.spare_children = 0;
+        envsandbox::EnvServer cold_server(cold);
+        std::fprintf(stderr, "[bench] sandbox without spare children...\n");
+        Stats ep = sandbox_episodes(cold_server, kTrivialEnv, 1, a.episodes, a.episode_steps);
+        no_spares = {{"startup_ms_p50", round3(percentile(ep.startup_s, 0.5) * 1e3)},
+                     {"startup_ms_p99", round3(percentile(ep.startup_s, 0.99) * 1e3)},
+                     {"episode_steps_per_s", round3(ep.steps / ep.seconds)}};
+      }
       for (int workers : {1, 2}) {
         std::string key = std::to_string(workers) + "_busy";
         std::fprintf(stderr, "[bench] %d worker(s): sandbox...\n", workers);
@@ -381,6 +394,8 @@ void add_bench_sandbox_command(CLI::App& app) {
                   {"machine", {{"cpus", std::thread::hardware_concurrency()}, {"cpu", cpu_model()},
                                {"kernel", std::string(u.release)}}},
                   {"isolation", server.isolation().to_json()},
+                  {"spare_children", options.spare_children},
+                  {"sandbox_without_spares_1_busy", no_spares},
                   {"config", {{"episodes", a.episodes}, {"baseline_episodes", a.baseline_episodes},
                               {"steps", a.steps}, {"episode_steps", a.episode_steps}, {"seed_env", a.seed_env}}},
                   {"results", results},

@@ -110,7 +110,7 @@ std::unique_ptr<EnvInstance> EnvServer::spawn() {
     }
     pid_t pid = -1;
     int fd = -1;
-    if (zygote_->spawn(limits, &pid, &fd, &error))
+    if (zygote_->spawn(limits, options_.spare_children, &pid, &fd, &error))
       return std::unique_ptr<EnvInstance>(new EnvInstance(zygote_, pid, fd, options_));
     if (zygote_->alive()) break;  // it answered with an error (e.g. fork failed): a restart won't help
   }

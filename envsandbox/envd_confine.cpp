@@ -82,11 +82,17 @@ int confine_child(int sock, const std::string& workdir, const ChildLimits& limit
   int flags = fcntl(3, F_GETFD);
   if (flags < 0 || fcntl(3, F_SETFD, flags | FD_CLOEXEC) < 0) fail("fcntl channel");
 
+  // The zygote is non-dumpable, so its /proc files (oom_score_adj included) belong to root: become
+  // dumpable for the write, then non-dumpable for good, so that another environment under the same
+  // uid can neither ptrace us nor open /proc/PID/mem or /proc/PID/fd/N
+  // (tests/sandbox_adversarial/neighbour_channel.py). Nothing but this code runs in the child yet.
+  if (prctl(PR_SET_DUMPABLE, 1) != 0) fail("PR_SET_DUMPABLE 1");
   int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
   if (oom >= 0) {  // best effort: the kernel OOM killer picks environments before anything else
     (void)!write(oom, "1000", 4);
     close(oom);
   }
+  if (prctl(PR_SET_DUMPABLE, 0) != 0) fail("PR_SET_DUMPABLE 0");
 
   // RLIMIT_AS is relative: an absolute value below the forked zygote's size makes every mmap fail
   // (sandbox-anchors.md, LiveBench).

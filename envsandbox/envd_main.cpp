@@ -95,6 +95,12 @@ int main(int argc, char** argv) {
     setenv(var, "1", 1);  // no BLAS thread pools: the zygote must stay single-threaded to fork safely
   fcntl(control, F_SETFD, FD_CLOEXEC);
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of a child come back to us and are reaped/killed
+  // Non-dumpable: an environment (same uid) cannot open our /proc/PID/mem to inject code into the
+  // process that holds the host's trusted control channel, nor ptrace us, nor read our descriptors.
+  if (prctl(PR_SET_DUMPABLE, 0) != 0) {
+    std::perror("spade-envd: PR_SET_DUMPABLE");
+    return 1;
+  }
 
   const char* tmp = std::getenv("TMPDIR");
   std::string root = std::string(tmp && *tmp ? tmp : "/tmp") + "/spade-envd-XXXXXX";

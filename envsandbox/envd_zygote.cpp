@@ -10,6 +10,7 @@
 
 #include <Python.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -96,6 +97,7 @@ int Zygote::run() {
     FrameStatus sent = write_frame(control_fd_, reply.dump(), no_deadline(), pass_fd);
     if (pass_fd >= 0) close(pass_fd);
     if (sent != FrameStatus::kOk) break;
+    refill_spares();
   }
   shutdown();
   return serving ? 0 : 1;
@@ -104,7 +106,7 @@ int Zygote::run() {
 json Zygote::handle(const json& request, int* pass_fd) {
   try {
     const std::string op = request.at("op").get<std::string>();
-    if (op == "spawn") return spawn(request.at("limits"), pass_fd);
+    if (op == "spawn") return spawn(request.at("limits"), request.value("spares", 0), pass_fd);
     pid_t pid = request.at("pid").get<pid_t>();
     if (op == "status") return status(pid);
     if (op == "kill") return kill_child(pid, false);
@@ -115,18 +117,42 @@ json Zygote::handle(const json& request, int* pass_fd) {
   }
 }
 
-json Zygote::spawn(const json& limits_json, int* pass_fd) {
+json Zygote::spawn(const json& limits_json, int spares, int* pass_fd) {
   ChildLimits limits = ChildLimits::from_json(limits_json);
-  std::string workdir = tmp_root_ + "/env-XXXXXX";
-  if (mkdtemp(workdir.data()) == nullptr) return json{{"error", std::string("mkdtemp: ") + std::strerror(errno)}};
-  if (limits.seccomp && !filter_.ok()) {
-    remove_tree(workdir);
+  if (limits.seccomp && !filter_.ok())
     return json{{"error", "seccomp requested but the filter could not be built: " + filter_.error}};
+  if (limits_json != spare_limits_) {
+    drop_spares();
+    spare_limits_ = limits_json;
   }
+  spare_target_ = static_cast<size_t>(std::clamp(spares, 0, protocol::kMaxSpares));
+  spare_fork_failed_ = false;
+  reap();
+  while (!spares_.empty()) {
+    Spare spare = spares_.front();
+    spares_.pop_front();
+    auto it = children_.find(spare.pid);
+    if (it != children_.end() && !it->second.reaped) {
+      *pass_fd = spare.fd;
+      return json{{"pid", spare.pid}};
+    }
+    close(spare.fd);  // died while waiting (e.g. killed by the pool's OOM killer): nobody asks about it
+    if (it != children_.end()) children_.erase(it);
+  }
+  pid_t pid = -1;
+  std::string error = fork_child(limits, &pid, pass_fd);
+  if (!error.empty()) return json{{"error", error}};
+  return json{{"pid", pid}};
+}
+
+std::string Zygote::fork_child(const ChildLimits& limits, pid_t* pid_out, int* fd_out) {
+  std::string workdir = tmp_root_ + "/env-XXXXXX";
+  if (mkdtemp(workdir.data()) == nullptr) return std::string("mkdtemp: ") + std::strerror(errno);
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    int e = errno;
     remove_tree(workdir);
-    return json{{"error", std::string("socketpair: ") + std::strerror(errno)}};
+    return std::string("socketpair: ") + std::strerror(e);
   }
   int one = 1;  // the host learns the child's pid in its own pid namespace from the hello's credentials
   setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
@@ -137,6 +163,7 @@ json Zygote::spawn(const json& limits_json, int* pass_fd) {
     close(sv[0]);
     close(control_fd_);
     close(signal_fd_);
+    for (const Spare& spare : spares_) close(spare.fd);  // another environment's channel
     run_child(sv[1], workdir, limits, prelude_, self_, &filter_);
   }
   int fork_errno = errno;
@@ -145,11 +172,35 @@ json Zygote::spawn(const json& limits_json, int* pass_fd) {
   if (pid < 0) {
     close(sv[0]);
     remove_tree(workdir);
-    return json{{"error", std::string("fork: ") + std::strerror(fork_errno)}};
+    return std::string("fork: ") + std::strerror(fork_errno);
   }
   children_[pid].workdir = workdir;
-  *pass_fd = sv[0];
-  return json{{"pid", pid}};
+  *pid_out = pid;
+  *fd_out = sv[0];
+  return "";
+}
+
+void Zygote::refill_spares() {
+  if (spare_limits_.is_null()) return;
+  ChildLimits limits = ChildLimits::from_json(spare_limits_);  // checked when the spawn came in
+  while (spares_.size() < spare_target_ && !spare_fork_failed_) {
+    pollfd pending{control_fd_, POLLIN, 0};
+    if (poll(&pending, 1, 0) > 0) return;  // a request is waiting: serve it first
+    Spare spare{-1, -1};
+    if (!fork_child(limits, &spare.pid, &spare.fd).empty()) {
+      spare_fork_failed_ = true;  // e.g. the pool's task cap: the next request forks (and reports) itself
+      return;
+    }
+    spares_.push_back(spare);
+  }
+}
+
+void Zygote::drop_spares() {
+  for (const Spare& spare : spares_) {
+    close(spare.fd);
+    kill_child(spare.pid, true);
+  }
+  spares_.clear();
 }
 
 json Zygote::status(pid_t pid) {
@@ -201,6 +252,8 @@ void Zygote::reap() {
 }
 
 void Zygote::shutdown() {
+  for (const Spare& spare : spares_) close(spare.fd);
+  spares_.clear();
   std::map<pid_t, bool> known;
   for (auto& [pid, child] : children_) {
     known[pid] = true;

@@ -112,7 +112,7 @@ bool under(const std::string& path, const std::string& dir) {
 // The bwrap arguments (without the program): see isolation.h.
 std::vector<std::string> bwrap_args(const std::string& bwrap, const SandboxOptions& o, const std::string& envd) {
   std::vector<std::string> a = {bwrap, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-                                "--unshare-uts", "--unshare-cgroup-try", "--disable-userns",
+                                "--unshare-uts", "--unshare-cgroup-try", "--disable-userns", "--as-pid-1",
                                 "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                                 "--hostname", "spade-envd", "--ro-bind", "/usr", "/usr"};
   for (const char* top : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {

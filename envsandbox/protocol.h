@@ -5,9 +5,12 @@
 //   zygote -> host once at start: {"op":"ready","pid":N,"vm_bytes":N,"threads":N,"numpy":bool,
 //                                  "python":"3.11.2","tmp_root":S,"seccomp":bool,"seccomp_error":S,
 //                                  "uid":N,"gid":N} (or {"op":"error","message":S})
-//   {"op":"spawn","limits":{Limits}}   -> {"pid":N} (in the zygote's pid namespace) plus the host end
+//   {"op":"spawn","limits":{Limits},"spares":K}
+//                                      -> {"pid":N} (in the zygote's pid namespace) plus the host end
 //                                         of a new socketpair (SCM_RIGHTS, SO_PASSCRED set),
-//                                         or {"error":"..."}
+//                                         or {"error":"..."}. "spares" (optional, default 0, at most
+//                                         kMaxSpares): children with the same limits to keep forked and
+//                                         waiting for the next spawns (envd_zygote.h).
 //   {"op":"status","pid":N}            -> {"state":"running"|"exited"|"signaled"|"unknown","code":N,"signal":N}
 //   {"op":"kill","pid":N}              -> {"done":true}   SIGKILL the child's process group
 //   {"op":"release","pid":N}           -> {"done":true}   kill, then forget it once reaped
@@ -49,6 +52,8 @@ constexpr int kControlFd = 3;
 /// Cap on control-channel frames and on requests read by a child (the host is trusted; sources are
 /// far smaller than this).
 constexpr uint32_t kMaxRequestBytes = 64u << 20;
+/// Most spare children a spawn request may ask the zygote to keep waiting.
+constexpr int kMaxSpares = 64;
 /// Caps applied by the child while converting a Python value (reply size is capped separately).
 constexpr int kMaxValueDepth = 64;
 constexpr int64_t kMaxValueElements = 100000;

@@ -103,6 +103,10 @@ struct SandboxOptions {
   int64_t pool_memory_bytes = 0;
   /// Task (process + thread) cap of the whole pool.
   int64_t pool_max_tasks = 4096;
+  /// Children kept forked, confined and waiting in the zygote, so that spawn() hands one over instead
+  /// of forking on the caller's path (start-up = load + reset; envd_zygote.h). Each costs an idle
+  /// process (~2.4 MiB resident, bench/RESULTS.md) and counts against pool_max_tasks. 0 disables.
+  int spare_children = 2;
 };
 
 /// Which isolation layers an EnvServer actually has (they depend on the machine).

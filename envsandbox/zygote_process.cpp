@@ -259,10 +259,10 @@ bool ZygoteProcess::request(const json& req, json* reply, int* passed_fd, std::s
   return true;
 }
 
-bool ZygoteProcess::spawn(const json& limits, pid_t* pid, int* fd, std::string* error) {
+bool ZygoteProcess::spawn(const json& limits, int spares, pid_t* pid, int* fd, std::string* error) {
   json reply;
   int passed = -1;
-  if (!request(json{{"op", "spawn"}, {"limits", limits}}, &reply, &passed, error)) return false;
+  if (!request(json{{"op", "spawn"}, {"limits", limits}, {"spares", spares}}, &reply, &passed, error)) return false;
   auto p = reply.find("pid");
   if (passed < 0 || p == reply.end() || !p->is_number_integer()) {
     if (passed >= 0) close(passed);

@@ -47,9 +47,10 @@ class ZygoteProcess {
   /// False once a control request failed or the process exited.
   bool alive();
 
-  /// Forks a child with `limits` (envd_child.h ChildLimits fields). On success sets `*pid` and `*fd`
-  /// (the host end of the child's channel, close-on-exec) and returns true; else sets `*error`.
-  bool spawn(const nlohmann::json& limits, pid_t* pid, int* fd, std::string* error);
+  /// Gets a child with `limits` (envd_child.h ChildLimits fields): a waiting spare or a fresh fork, and
+  /// asks the zygote to keep `spares` more waiting (protocol.h). On success sets `*pid` and `*fd` (the
+  /// host end of the child's channel, close-on-exec) and returns true; else sets `*error`.
+  bool spawn(const nlohmann::json& limits, int spares, pid_t* pid, int* fd, std::string* error);
 
   /// The child's state: {"state":"running"|"exited"|"signaled"|"unknown", "code"/"signal"}.
   /// "unknown" when the zygote cannot be asked.
