@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "reward/designer_reward.h"
 #include "rollout/parsing.h"
+#include "rollout/tool_calls.h"
 #include "rollout/prompts.h"
 
 namespace spade::rollout {
@@ -112,7 +113,8 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
         continue;
       }
       std::vector<int64_t> text_ids(out.tokens.begin(), out.tokens.end() - 1);  // drop EOS
-      const std::string action = parse_action(policy.tokenizer.decode(text_ids));
+      const std::string response = policy.tokenizer.decode(text_ids);
+      const std::string action = parse_action(response);
       r.actions.push_back(action);
       envsandbox::GameStep step = e.game->step(action);
       if (!step.failure.empty()) r.failure = step.failure;
@@ -123,7 +125,9 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
         finish(e);
         continue;
       }
-      const std::vector<int64_t> obs_ids = policy.chat.ids_for_user_turn(step.obs);
+      // A tool's result goes back as Qwen renders a `role: tool` message (rollout/tool_calls.h).
+      const std::vector<int64_t> obs_ids =
+          policy.chat.ids_for_user_turn(has_tool_call(response) ? tool_response_text(step.obs) : step.obs);
       r.sample.append_context(obs_ids);
       if (options.persistent_kv_cache) {
         session.append(e.seq, obs_ids);

@@ -1,0 +1,52 @@
+// Tool calls in an agent's response, in the two forms Qwen models emit (reference spade-reference.md
+// §7: "Tool calls are parsed in Qwen JSON or XML form and returned as role: tool messages"), and the
+// rendering of a tool's result as the next turn. Pure string functions (no torch, no Python);
+// thread-safe.
+//
+//   JSON form (Qwen2.5 / Qwen3 function calling, their chat templates' tool instructions):
+//     <tool_call>
+//     {"name": "get_weather", "arguments": {"city": "Paris"}}
+//     </tool_call>
+//   ("arguments" may also arrive as a JSON-encoded string; "parameters" is accepted as a synonym.)
+//   XML form (Qwen3-Coder's chat template):
+//     <tool_call>
+//     <function=get_weather>
+//     <parameter=city>
+//     Paris
+//     </parameter>
+//     </function>
+//     </tool_call>
+//   A parameter value is taken as JSON when it parses as JSON (numbers, true/false/null, objects,
+//   arrays, quoted strings), else as the plain string with the one leading and trailing newline of the
+//   template removed; a string parameter that happens to look like a number therefore arrives as a number
+//   (no tool schema is consulted here; the environment's own parser decides).
+// Only the text after the last "</think>" is searched (thinking mode, reference §3), as for \boxed{}.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace spade::rollout {
+
+struct ToolCall {
+  std::string name;             // function name; "" when the block could not be parsed
+  nlohmann::json arguments;     // a JSON object ({} when the call has none)
+  std::string error;            // "" when parsed; else what is wrong with the block
+  bool ok() const { return error.empty(); }
+};
+
+/// Every <tool_call>...</tool_call> block of `response` (after the last </think>), in order. A block
+/// whose closing tag is missing runs to the end of the text (generation cut at a stop string). Blocks
+/// that are neither form, or whose JSON is malformed, are returned with `error` set (e.g. "invalid JSON
+/// at byte 12: ..."), so the caller can count format errors. Never throws.
+std::vector<ToolCall> parse_tool_calls(std::string_view response);
+
+/// True when `response` (after the last </think>) contains a "<tool_call>" tag.
+bool has_tool_call(std::string_view response);
+
+/// The user-turn text that carries a tool's result back to a Qwen model, as Qwen2.5/Qwen3 chat
+/// templates render a `role: tool` message: "<tool_response>\n" + result + "\n</tool_response>".
+std::string tool_response_text(std::string_view result);
+
+}  // namespace spade::rollout
