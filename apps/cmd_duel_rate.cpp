@@ -1,10 +1,12 @@
-// `spade duel ...`: the SWE-Duel commands. This file creates the `duel` subcommand and its `rate`
-// subcommand, plus `spade bench duel` (the ratings benchmark recorded in bench/RESULTS.md).
+// `spade duel ...`: the SWE-Duel commands. This file creates the `duel` subcommand and its `rate` and
+// `report` subcommands, plus `spade bench duel` (the ratings benchmark recorded in bench/RESULTS.md).
 //
 //   spade duel rate --matches FILE.json [--bootstrap N] [--seed S] [--out rankings.json]
 //       Rates any list of match records (evaldual/match_record.h: an array, or an object with a
 //       "matches" array such as an exported rankings JSON) and writes the rankings JSON
 //       (evaldual/rankings.h). Without --out the JSON goes to stdout; with it, a table does.
+//   spade duel report --rankings rankings.json [--format md|latex] [--out FILE]
+//       The leaderboard as a Markdown or LaTeX table (evaldual/report.h).
 //   spade bench duel [--participants 11] [--matches 50] [--turns 30] [--bootstrap 1000] [--repeats 5]
 //       Times one full rating (BT + 1000-draw match bootstrap + Elo + contested-turn BT with its own
 //       bootstrap + per-role Elo) of a synthetic tournament: a round robin of N-1 participants plus a
@@ -31,6 +33,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "evaldual/rankings.h"
+#include "evaldual/report.h"
 #include "evaldual/schedule.h"
 
 using nlohmann::json;
@@ -257,6 +260,33 @@ void add_bench_duel_command(CLI::App& app) {
   });
 }
 
+void add_report_command(CLI::App* duel) {
+  struct Args {
+    std::string rankings, out, format = "md";
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* report = duel->add_subcommand("report", "render a rankings JSON as a Markdown or LaTeX leaderboard table");
+  report->add_option("--rankings", args->rankings, "rankings JSON written by `spade duel rate`")->required();
+  report->add_option("--format", args->format, "md (default) or latex")->check(CLI::IsMember({"md", "latex"}));
+  report->add_option("--out", args->out, "write the report here (atomically); default stdout");
+  report->callback([args] {
+    set_action([args] {
+      const Args& a = *args;
+      json doc;
+      try {
+        doc = json::parse(read_file(a.rankings));
+      } catch (const json::parse_error& e) {
+        throw Error(a.rankings + ": not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what());
+      }
+      evaldual::Rankings r = evaldual::rankings_from_json(doc, a.rankings);
+      std::string text = a.format == "latex" ? evaldual::rankings_latex(r) : evaldual::rankings_markdown(r);
+      if (a.out.empty()) std::fputs(text.c_str(), stdout);
+      else write_file_atomic(a.out, text);
+      return 0;
+    });
+  });
+}
+
 }  // namespace
 
 CLI::App* add_duel_commands(CLI::App& app) {
@@ -265,6 +295,7 @@ CLI::App* add_duel_commands(CLI::App& app) {
   for (const CLI::App* sub : duel->get_subcommands({})) have_rate = have_rate || sub->get_name() == "rate";
   if (!have_rate) {
     add_rate_command(duel);
+    add_report_command(duel);
     add_bench_duel_command(app);
   }
   return duel;

@@ -1,0 +1,68 @@
+// Leaderboard reports (evaldual/report.h). The expected documents are written out by hand from the
+// formats documented in report.h, for a two-participant leaderboard filled in directly.
+#include <gtest/gtest.h>
+
+#include "evaldual/report.h"
+
+using namespace spade::evaldual;
+
+namespace {
+
+Rankings two_models() {
+  Rankings r;
+  r.tournament_id = "demo_1";
+  r.bootstrap_samples = 1000;
+  r.seed = 42;
+  RankingEntry a;
+  a.rank = 1;
+  a.participant = Participant::parse("gpt-x#mini-swe-agent");
+  a.wins = 2;
+  a.draws = 1;
+  a.losses = 0;
+  a.bradley_terry = {0.5349, 1, std::make_pair(-0.104, 1.2)};
+  a.elo = {1512.6, 1, std::nullopt};
+  a.bootstrap_median_rank = 1.0;
+  RankingEntry b;
+  b.rank = 2;
+  b.participant = Participant::parse("small_model");
+  b.losses = 2;
+  b.draws = 1;
+  b.bradley_terry = {-0.5349, 2, std::nullopt};
+  b.elo = {1487.4, 2, std::nullopt};
+  r.rankings = {a, b};
+  r.head_to_head = {{"gpt-x#mini-swe-agent", "small_model", 2, 0, 1, 3}};
+  r.matches.resize(3);
+  return r;
+}
+
+}  // namespace
+
+TEST(DuelReport, MarkdownTable) {
+  const std::string expected =
+      "## demo_1\n\n"
+      "| Rank | Model | BT score | 95% CI | Elo | W-D-L | Median rank |\n"
+      "|---:|---|---:|---|---:|---|---:|\n"
+      "| 1 | gpt-x#mini-swe-agent | +0.53 | [-0.10, +1.20] | 1513 | 2-1-0 | 1.0 |\n"
+      "| 2 | small_model | -0.53 | \xE2\x80\x93 | 1487 | 0-1-2 | \xE2\x80\x93 |\n"
+      "\n3 matches; 1000 bootstrap samples (seed 42).\n"
+      "\n| A | B | A wins | B wins | Draws |\n|---|---|---:|---:|---:|\n"
+      "| gpt-x#mini-swe-agent | small_model | 2 | 0 | 1 |\n";
+  EXPECT_EQ(rankings_markdown(two_models()), expected);
+}
+
+TEST(DuelReport, LatexTableEscapesNames) {
+  const std::string expected =
+      "\\begin{table}[t]\n\\centering\n\\begin{tabular}{rlrlrlr}\n\\toprule\n"
+      "Rank & Model & BT score & 95\\% CI & Elo & W-D-L & Median rank \\\\\n\\midrule\n"
+      "1 & gpt-x\\#mini-swe-agent & $+0.53$ & $[-0.10, +1.20]$ & 1513 & 2-1-0 & 1.0 \\\\\n"
+      "2 & small\\_model & $-0.53$ & -- & 1487 & 0-1-2 & -- \\\\\n"
+      "\\bottomrule\n\\end{tabular}\n"
+      "\\caption{SWE-Duel leaderboard (demo\\_1): Bradley-Terry log-strengths with 95\\% bootstrap intervals "
+      "over 3 matches (1000 samples).}\n\\end{table}\n";
+  EXPECT_EQ(rankings_latex(two_models()), expected);
+}
+
+TEST(DuelReport, LatexEscape) {
+  EXPECT_EQ(latex_escape("a_b%c&d#e$f{g}h~i^j\\k"),
+            "a\\_b\\%c\\&d\\#e\\$f\\{g\\}h\\textasciitilde{}i\\textasciicircum{}j\\textbackslash{}k");
+}
