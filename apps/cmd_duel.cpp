@@ -1,19 +1,26 @@
 // `spade duel ...`: the SWE-Duel protocol commands (the `duel` subcommand and `rate` live in
 // apps/cmd_duel_rate.cpp; this file adds to it):
-//   spade duel doctor [--spec FILE.yaml]... [--work DIR]
+//   spade duel doctor [--spec FILE.yaml]... [--work DIR] [--endpoints FILE.yaml [--participant ID] [--live]]
 //   spade duel repos setup --spec FILE.yaml... [--work DIR]
-//   spade duel bank generate --participant ID --script SCRIPTS.json --spec FILE.yaml... [--work DIR]
-//                            [--bank FILE.sqlite] [--slots N] [--attempts N]
-//   spade duel match --a ID --a-script A.json --b ID --b-script B.json --spec FILE.yaml... [--work DIR]
-//                    [--bank FILE.sqlite] [--turns N] [--out match.json]
-// Scripts are replay agents (evaldual/protocol.h ScriptedAgent): a JSON object mapping session keys
-// ("REPO/red_a/s1/a1", "REPO/blue/RED/s1", ...) to lists of shell commands. Model-backed agents come
-// with the OpenAI-compatible client.
+//   spade duel bank generate --participant ID (--script SCRIPTS.json | --endpoints FILE.yaml)
+//                            --spec FILE.yaml... [--work DIR] [--bank FILE.sqlite] [--slots N] [--attempts N]
+//   spade duel match --a ID [--a-script A.json] --b ID [--b-script B.json] [--endpoints FILE.yaml]
+//                    --spec FILE.yaml... [--work DIR] [--bank FILE.sqlite] [--turns N] [--out match.json]
+//   spade duel tournament --participant ID... [--script ID=FILE.json]... [--endpoints FILE.yaml]
+//                    [--late-entrant ID --prior MATCHES.json] --spec FILE.yaml... [--work DIR] [--bank FILE]
+//                    [--turns N] [--id T] [--dir D] [--bootstrap N] [--seed S]
+//       A resumable round robin (evaldual/tournament.h): rerun the same command after a crash and it
+//       continues; writes D/state.json, D/matches.json and D/rankings.json. Tasks come from the bank.
+// A participant is played by a replay script when one is given (evaldual/protocol.h ScriptedAgent: a
+// JSON object mapping session keys "REPO/red_a/s1/a1", "REPO/blue/RED/s1", ... to shell commands),
+// else by the model endpoint its id names in the endpoints file (evaldual/model_endpoints.h; example
+// configs/duel/endpoints.yaml). `doctor --live` makes one model call and reports latency and usage.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 
 #include "apps/commands.h"
@@ -21,9 +28,12 @@
 #include "common/error.h"
 #include "evaldual/adapters.h"
 #include "evaldual/duel_match.h"
+#include "evaldual/model_agent.h"
 #include "evaldual/protocol.h"
 #include "evaldual/repo_spec.h"
+#include "evaldual/rankings.h"
 #include "evaldual/task_bank.h"
+#include "evaldual/tournament.h"
 #include "evaldual/workspace_sandbox.h"
 
 using nlohmann::json;
@@ -70,6 +80,47 @@ std::unique_ptr<ev::ScriptedAgent> load_script(const std::string& path) {
   return agent;
 }
 
+// The agent for `participant`: its replay script when `script` is given, else its model endpoint from
+// the endpoints file. Throws spade::Error when neither is given.
+std::unique_ptr<ev::Agent> make_agent(const std::string& participant, const std::string& script,
+                                      const std::string& endpoints, const std::string& script_flag) {
+  if (!script.empty()) return load_script(script);
+  if (!endpoints.empty()) return ev::make_model_agent(ev::load_endpoints(endpoints), participant);
+  throw Error("participant '" + participant + "': give " + script_flag + " (replay) or --endpoints FILE.yaml (model)");
+}
+
+// Prints a model agent's accounting (nothing for replay agents).
+void print_usage(const std::string& participant, ev::Agent* agent) {
+  auto* m = dynamic_cast<ev::ModelAgent*>(agent);
+  if (!m) return;
+  ev::ChatTotals t = m->client().totals();
+  std::printf("%s: %lld model calls (%lld failed, %lld retries), %lld prompt + %lld completion tokens, $%.4f\n",
+              participant.c_str(), (long long)t.calls, (long long)t.failed_calls, (long long)t.retries,
+              (long long)t.prompt_tokens, (long long)t.completion_tokens, t.cost_usd);
+}
+
+// doctor --live: one chat completion through `participant`'s endpoint. Returns false on failure.
+bool live_call(const ev::EndpointFile& f, const std::string& participant) {
+  try {
+    ev::ModelEndpoint ep = ev::resolve_endpoint(f, ev::Participant::parse(participant));
+    ev::ChatClient client(ep);
+    ev::ChatReply r = client.complete({{"system", "You are a health check."}, {"user", "Reply with the word: ok"}});
+    std::string reply = r.content.substr(0, 80);
+    for (char& ch : reply)
+      if (ch == '\n') ch = ' ';
+    std::printf("model %s (%s at %s): ok in %.2f s, %d retries; tokens %lld prompt + %lld completion%s; cost $%.6f (%s); "
+                "finish %s; reply \"%s\"\n",
+                participant.c_str(), ep.model.c_str(), ep.url().c_str(), r.usage.latency_s, r.usage.retries,
+                (long long)r.usage.prompt_tokens, (long long)r.usage.completion_tokens,
+                r.usage.usage_reported ? "" : " (no usage block)", r.usage.cost_usd,
+                r.usage.cost_reported ? "reported" : "from prices", r.finish_reason.c_str(), reply.c_str());
+    return true;
+  } catch (const Error& e) {
+    std::printf("model %s: FAILED %s\n", participant.c_str(), e.what());
+    return false;
+  }
+}
+
 ev::ProtocolConfig protocol_config(const Common& c) {
   ev::ProtocolConfig p;
   p.work_dir = c.work + "/play";
@@ -93,11 +144,39 @@ void add_duel_protocol_commands(CLI::App* duel) {
   // ---- doctor ----
   {
     auto c = std::make_shared<Common>();
-    CLI::App* cmd = duel->add_subcommand("doctor", "check the sandbox, test tools and repositories");
+    struct Live {
+      std::string endpoints, participant;
+      bool live = false;
+    };
+    auto lv = std::make_shared<Live>();
+    CLI::App* cmd = duel->add_subcommand("doctor", "check the sandbox, test tools, repositories and model endpoints");
     add_common(cmd, c.get(), false);
-    cmd->callback([c] {
-      set_action([c] {
+    cmd->add_option("--endpoints", lv->endpoints, "endpoints YAML (evaldual/model_endpoints.h): check it resolves");
+    cmd->add_option("--participant", lv->participant,
+                    "participant id whose endpoint --live calls (default: every model in --endpoints)");
+    cmd->add_flag("--live", lv->live, "make one model call per checked participant and report latency and usage");
+    cmd->callback([c, lv] {
+      set_action([c, lv] {
         int bad = 0;
+        if (lv->live && lv->endpoints.empty()) throw Error("doctor --live needs --endpoints FILE.yaml");
+        if (!lv->endpoints.empty()) {
+          try {
+            ev::EndpointFile f = ev::load_endpoints(lv->endpoints);
+            std::vector<std::string> ids;
+            if (!lv->participant.empty()) ids.push_back(lv->participant);
+            else
+              for (const auto& [nick, _] : f.models) ids.push_back(nick);
+            for (const auto& id : ids) {
+              ev::ModelEndpoint ep = ev::resolve_endpoint(f, ev::Participant::parse(id));
+              std::printf("endpoint %s: %s at %s%s\n", id.c_str(), ep.model.c_str(), ep.url().c_str(),
+                          lv->live ? "" : " (not called; add --live)");
+              if (lv->live) bad += !live_call(f, id);
+            }
+          } catch (const Error& e) {
+            std::printf("endpoints %s: ERROR %s\n", lv->endpoints.c_str(), e.what());
+            ++bad;
+          }
+        }
         ev::SandboxInfo si = ev::WorkspaceSandbox::probe();
         std::printf("sandbox: bwrap %s (%s), pids cgroup %s, memory cgroup %s%s%s\n", si.bwrap ? "ok" : "FAILED",
                     si.bwrap_path.c_str(), si.pids_cgroup ? "yes" : "no", si.memory_cgroup ? "yes" : "no",
@@ -157,21 +236,22 @@ void add_duel_protocol_commands(CLI::App* duel) {
     bank->require_subcommand(1);
     struct Args {
       Common c;
-      std::string participant, script, bank;
+      std::string participant, script, endpoints, bank;
       int slots = 1, attempts = 5;
     };
     auto a = std::make_shared<Args>();
     CLI::App* gen = bank->add_subcommand("generate", "run Red sessions A/B/C and the gates to fill a participant's slots");
     add_common(gen, &a->c, true);
     gen->add_option("--participant", a->participant, "participant id (model#harness[#effort#provider])")->required();
-    gen->add_option("--script", a->script, "replay script JSON {session key: [commands]}")->required();
+    gen->add_option("--script", a->script, "replay script JSON {session key: [commands]}");
+    gen->add_option("--endpoints", a->endpoints, "endpoints YAML: the participant is played by its model endpoint");
     gen->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite)");
     gen->add_option("--slots", a->slots, "slots per repository (default 1)");
     gen->add_option("--attempts", a->attempts, "attempts per slot (default 5)");
     gen->callback([a] {
       set_action([a] {
         ev::TaskBank tb(a->bank.empty() ? a->c.work + "/bank.sqlite" : a->bank);
-        auto agent = load_script(a->script);
+        auto agent = make_agent(a->participant, a->script, a->endpoints, "--script");
         ev::ProtocolConfig p = protocol_config(a->c);
         p.slots_per_repo = a->slots;
         p.attempts_per_slot = a->attempts;
@@ -183,6 +263,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
                         at.kind.empty() ? "" : (" " + at.kind + (at.gate.empty() ? "" : "/" + at.gate)).c_str(),
                         at.reason.empty() ? "" : (": " + at.reason.substr(0, 200)).c_str());
         }
+        print_usage(a->participant, agent.get());
         return 0;
       });
     });
@@ -191,16 +272,17 @@ void add_duel_protocol_commands(CLI::App* duel) {
   {
     struct Args {
       Common c;
-      std::string a, a_script, b, b_script, bank, out, id = "match";
+      std::string a, a_script, b, b_script, endpoints, bank, out, id = "match";
       int turns = 3;
     };
     auto a = std::make_shared<Args>();
     CLI::App* m = duel->add_subcommand("match", "play one match: each side defends the other's banked tasks");
     add_common(m, &a->c, true);
     m->add_option("--a", a->a, "participant A id")->required();
-    m->add_option("--a-script", a->a_script, "A's replay script JSON")->required();
+    m->add_option("--a-script", a->a_script, "A's replay script JSON (else A's model endpoint)");
     m->add_option("--b", a->b, "participant B id")->required();
-    m->add_option("--b-script", a->b_script, "B's replay script JSON")->required();
+    m->add_option("--b-script", a->b_script, "B's replay script JSON (else B's model endpoint)");
+    m->add_option("--endpoints", a->endpoints, "endpoints YAML for participants without a script");
     m->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite)");
     m->add_option("--turns", a->turns, "tasks per repository per side (default 3)");
     m->add_option("--match-id", a->id, "match id (default \"match\")");
@@ -208,7 +290,8 @@ void add_duel_protocol_commands(CLI::App* duel) {
     m->callback([a] {
       set_action([a] {
         ev::TaskBank tb(a->bank.empty() ? a->c.work + "/bank.sqlite" : a->bank);
-        auto agent_a = load_script(a->a_script), agent_b = load_script(a->b_script);
+        auto agent_a = make_agent(a->a, a->a_script, a->endpoints, "--a-script");
+        auto agent_b = make_agent(a->b, a->b_script, a->endpoints, "--b-script");
         ev::MatchConfig mc;
         mc.turns_per_player = a->turns;
         ev::MatchRecord r = ev::play_match(tb, {a->a, agent_a.get()}, {a->b, agent_b.get()}, prepared(a->c),
@@ -218,7 +301,88 @@ void add_duel_protocol_commands(CLI::App* duel) {
                       t.extra.value("outcome", std::string("?")).c_str());
         std::printf("%s %.2f - %.2f %s: %s\n", r.model_a.c_str(), *r.score_a, *r.score_b, r.model_b.c_str(),
                     ev::outcome_name(r.outcome));
+        print_usage(a->a, agent_a.get());
+        print_usage(a->b, agent_b.get());
         if (!a->out.empty()) write_file_atomic(a->out, ev::matches_to_json({r}).dump(2) + "\n");
+        return 0;
+      });
+    });
+  }
+  // ---- tournament ----
+  {
+    struct Args {
+      Common c;
+      std::vector<std::string> participants, scripts;
+      std::string endpoints, bank, id = "tournament", dir, late_entrant, prior;
+      int turns = 3, bootstrap = 1000;
+      uint64_t seed = 42;
+    };
+    auto a = std::make_shared<Args>();
+    CLI::App* t = duel->add_subcommand(
+        "tournament", "play a resumable round robin (or a late entrant's active-sampling matches) and rate it");
+    add_common(t, &a->c, true);
+    t->add_option("--participant", a->participants, "participant id (repeatable; the round robin's players, or the "
+                                                    "incumbents with --late-entrant)")->required();
+    t->add_option("--script", a->scripts, "ID=SCRIPT.json: play ID from a replay script (repeatable); others use --endpoints");
+    t->add_option("--endpoints", a->endpoints, "endpoints YAML for participants without a script");
+    t->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite; fill it with `bank generate`)");
+    t->add_option("--turns", a->turns, "tasks per repository per side (default 3)");
+    t->add_option("--id", a->id, "tournament id (default \"tournament\"); match ids derive from it");
+    t->add_option("--dir", a->dir, "tournament directory: state.json, matches.json, rankings.json (default WORK/tournaments/ID)");
+    t->add_option("--late-entrant", a->late_entrant, "a newcomer that plays ceil(log2 M)+1 incumbents chosen by active sampling");
+    t->add_option("--prior", a->prior, "matches JSON of earlier play (e.g. the round robin's matches.json): rates the incumbents for active sampling");
+    t->add_option("--bootstrap", a->bootstrap, "bootstrap draws of the final rating (default 1000)");
+    t->add_option("--seed", a->seed, "bootstrap seed (default 42)");
+    t->callback([a] {
+      set_action([a] {
+        std::map<std::string, std::string> script_of;
+        for (const std::string& s : a->scripts) {
+          size_t eq = s.find('=');
+          if (eq == std::string::npos || eq == 0) throw Error("--script '" + s + "': expected ID=SCRIPT.json");
+          script_of[s.substr(0, eq)] = s.substr(eq + 1);
+        }
+        std::vector<std::string> players = a->participants;
+        if (!a->late_entrant.empty()) players.push_back(a->late_entrant);
+        std::map<std::string, std::unique_ptr<ev::Agent>> agents;
+        for (const std::string& p : players) {
+          auto it = script_of.find(p);
+          agents[p] = make_agent(p, it == script_of.end() ? "" : it->second, a->endpoints, "--script " + p + "=FILE");
+        }
+        ev::TaskBank tb(a->bank.empty() ? a->c.work + "/bank.sqlite" : a->bank);
+        const std::vector<ev::PreparedRepo> repos = prepared(a->c);
+        const ev::ProtocolConfig protocol = protocol_config(a->c);
+        ev::MatchConfig mc;
+        mc.turns_per_player = a->turns;
+        const std::string dir = a->dir.empty() ? a->c.work + "/tournaments/" + a->id : a->dir;
+        ev::TournamentOptions to;
+        to.seed = a->seed;
+        if (!a->prior.empty()) to.prior_matches = ev::load_matches(a->prior);
+        to.on_match = [](const ev::MatchRecord& r, int done, int total) {
+          std::printf("[%d/%d] %s: %s %.2f - %.2f %s (%s)\n", done, total, r.match_id.c_str(), r.model_a.c_str(),
+                      r.score_a.value_or(0), r.score_b.value_or(0), r.model_b.c_str(), ev::outcome_name(r.outcome));
+          std::fflush(stdout);
+        };
+        ev::TournamentState initial = a->late_entrant.empty()
+                                          ? ev::make_round_robin_state(a->id, a->participants)
+                                          : ev::make_late_entrant_state(a->id, a->late_entrant, a->participants);
+        auto play = [&](const ev::ScheduledMatch& m) {
+          return ev::play_match(tb, {m.a, agents.at(m.a).get()}, {m.b, agents.at(m.b).get()}, repos, protocol, mc,
+                                m.match_id);
+        };
+        std::vector<ev::MatchRecord> matches = ev::run_tournament(dir, initial, play, to);
+        ev::RankingOptions ro;
+        ro.tournament_id = a->id;
+        ro.format = initial.format;
+        ro.bootstrap_samples = a->bootstrap;
+        ro.seed = a->seed;
+        ro.targets_per_repo = a->turns;
+        std::vector<ev::MatchRecord> rated = to.prior_matches;
+        rated.insert(rated.end(), matches.begin(), matches.end());
+        ev::Rankings r = ev::compute_rankings(rated, ro);
+        write_file_atomic(dir + "/rankings.json", ev::rankings_to_json(r).dump(2) + "\n");
+        std::fputs(ev::rankings_table(r).c_str(), stdout);
+        std::printf("%zu matches in %s (state.json, matches.json, rankings.json)\n", matches.size(), dir.c_str());
+        for (const std::string& p : players) print_usage(p, agents.at(p).get());
         return 0;
       });
     });

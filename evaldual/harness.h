@@ -5,8 +5,8 @@
 // while artifacts are missing (each starts with a reminder naming them); a wall clock for the whole
 // session. The trajectory is saved after every step, whatever happens.
 //
-// Policies: ReplayPolicy plays scripted commands (deterministic tests and fixtures). A model client
-// (OpenAI-compatible chat completions over libcurl, issue 6) implements the same Policy interface.
+// Policies: ReplayPolicy plays scripted commands (deterministic tests and fixtures); ModelPolicy
+// (evaldual/model_agent.h) asks an OpenAI-compatible endpoint through ChatClient (evaldual/model_client.h).
 //
 // Thread-safety: run_session() is reentrant; a Policy instance belongs to one session at a time.
 #pragma once
