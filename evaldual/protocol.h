@@ -47,7 +47,7 @@ struct SessionContext {
 };
 
 /// A participant's agent: hands out one fresh Policy per session (paper §3.2 "Every session starts
-/// with a fresh context"). Implementations: ScriptedAgent (replay); a model client agent later.
+/// with a fresh context"). Implementations: ScriptedAgent (replay); ModelAgent (evaldual/model_agent.h: an OpenAI-compatible endpoint).
 class Agent {
  public:
   virtual ~Agent() = default;
