@@ -24,7 +24,7 @@ void add_generate_command(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* gen = app.add_subcommand("generate", "sample a continuation from an HF-layout checkpoint");
-  gen->add_option("--checkpoint", args->checkpoint, "checkpoint directory (config.json, model.safetensors, tokenizer.model)")
+  gen->add_option("--checkpoint", args->checkpoint, "checkpoint directory (config.json, model.safetensors, tokenizer.json or tokenizer.model)")
       ->required();
   gen->add_option("--prompt", args->prompt, "prompt text")->required();
   gen->add_flag("--chat", args->chat, "wrap the prompt as a user turn of the chat template");
@@ -37,15 +37,19 @@ void add_generate_command(CLI::App& app) {
     set_action([args] {
       at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
       policy::Transformer model = policy::load_checkpoint(args->checkpoint);
-      policy::Tokenizer tok = policy::Tokenizer::load(args->checkpoint + "/tokenizer.model");
-      policy::ChatTemplate chat(tok);
-      std::vector<int64_t> prompt = args->chat ? chat.render({{"user", args->prompt}}, true) : tok.encode(args->prompt);
+      policy::Tokenizer tok = policy::Tokenizer::load_dir(args->checkpoint);
+      // ChatML needs <|im_start|>/<|im_end|> (ours, Qwen); plain prompts work with any tokenizer (Llama 3).
+      std::unique_ptr<policy::ChatTemplate> chat;
+      if (args->chat) chat = std::make_unique<policy::ChatTemplate>(tok);
+      std::vector<int64_t> prompt = chat ? chat->render({{"user", args->prompt}}, true) : tok.encode(args->prompt);
       rollout::SamplingParams p;
       p.temperature = args->temperature;
       p.top_p = args->top_p;
       p.top_k = args->top_k;
       p.max_new_tokens = args->max_new_tokens;
-      p.stop_token_ids = {chat.eos_id(), tok.eos_id()};
+      if (chat) p.stop_token_ids.push_back(chat->eos_id());
+      if (tok.eos_id() >= 0) p.stop_token_ids.push_back(tok.eos_id());
+      for (int64_t id : model->config().eos_token_ids) p.stop_token_ids.push_back(id);
       rollout::GenerationResult out = rollout::generate(model, {prompt}, p, args->seed, 1)[0];
       if (out.finish_reason == "stop" && !out.tokens.empty()) out.tokens.pop_back();
       std::printf("%s%s\n", args->chat ? "" : args->prompt.c_str(), tok.decode(out.tokens).c_str());

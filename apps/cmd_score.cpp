@@ -49,7 +49,7 @@ void add_score_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("score", "teacher-forced per-token logprobs and last-position top logits");
   cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory (config.json + safetensors)")->required();
-  auto* text = cmd->add_option("--text", args->text, "text to score (needs DIR/tokenizer.model)");
+  auto* text = cmd->add_option("--text", args->text, "text to score (needs DIR/tokenizer.json or DIR/tokenizer.model)");
   auto* ids = cmd->add_option("--ids", args->ids, "comma-separated token ids (no tokenizer needed)");
   text->excludes(ids);
   cmd->add_flag("--json", args->json, "print one JSON object");
@@ -66,7 +66,7 @@ void add_score_command(CLI::App& app) {
       if (!args->ids.empty()) {
         tokens = parse_ids(args->ids);
       } else {
-        tok = std::make_unique<policy::Tokenizer>(policy::Tokenizer::load(args->checkpoint + "/tokenizer.model"));
+        tok = std::make_unique<policy::Tokenizer>(policy::Tokenizer::load_dir(args->checkpoint));
         tokens = tok->encode(args->text);
       }
       if (tokens.empty()) throw spade::Error("score: no tokens to score");

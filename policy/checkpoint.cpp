@@ -68,7 +68,20 @@ void save_checkpoint(const std::string& dir, Transformer& model, const Checkpoin
   }
   write_safetensors((fs::path(tmp) / "model.safetensors").string(), tensors, {{"format", "pt"}});
 
-  if (!o.tokenizer_model.empty()) {
+  if (!o.tokenizer_model.empty() && fs::path(o.tokenizer_model).extension() == ".json") {
+    // HF tokenizer.json: copy it and the tokenizer files that came with it (their chat template and
+    // special tokens are the model's own; nothing is rewritten).
+    const fs::path src_dir = fs::path(o.tokenizer_model).parent_path();
+    const std::vector<std::pair<fs::path, std::string>> files = {
+        {o.tokenizer_model, "tokenizer.json"},
+        {src_dir / "tokenizer_config.json", "tokenizer_config.json"},
+        {src_dir / "special_tokens_map.json", "special_tokens_map.json"}};
+    for (const auto& [from, name] : files) {
+      if (name != "tokenizer.json" && !fs::exists(from)) continue;
+      fs::copy_file(from, fs::path(tmp) / name, fs::copy_options::overwrite_existing, ec);
+      if (ec) throw spade::Error(from.string() + ": cannot copy tokenizer file into " + tmp + ": " + ec.message());
+    }
+  } else if (!o.tokenizer_model.empty()) {
     fs::copy_file(o.tokenizer_model, fs::path(tmp) / "tokenizer.model", fs::copy_options::overwrite_existing, ec);
     if (ec) throw spade::Error(o.tokenizer_model + ": cannot copy tokenizer into " + tmp + ": " + ec.message());
     json tc = {{"tokenizer_class", "LlamaTokenizer"}, {"add_bos_token", false}, {"add_eos_token", false},

@@ -1,5 +1,6 @@
 // HF-layout checkpoints of a Transformer: config.json, generation_config.json, model.safetensors
-// (or shards + model.safetensors.index.json when loading), tokenizer.model (+ tokenizer_config.json).
+// (or shards + model.safetensors.index.json when loading), tokenizer.model or tokenizer.json
+// (+ tokenizer_config.json).
 // Loadable by transformers (AutoModelForCausalLM.from_pretrained) and by load_checkpoint().
 // Not thread-safe with respect to concurrent writers of the same directory.
 #pragma once
@@ -15,7 +16,10 @@ namespace spade::policy {
 struct CheckpointSaveOptions {
   /// Tensor dtype in model.safetensors: "float32" (exact) or "bfloat16" (the HF export default).
   std::string dtype = "float32";
-  /// SentencePiece model copied to DIR/tokenizer.model; empty = no tokenizer files.
+  /// Tokenizer file to ship with the checkpoint (Tokenizer::model_path()); empty = no tokenizer files.
+  /// A SentencePiece .model is copied to DIR/tokenizer.model and a tokenizer_config.json (ChatML template,
+  /// our special tokens) is written; a "*.json" (HF tokenizer.json) is copied to DIR/tokenizer.json
+  /// together with the tokenizer_config.json and special_tokens_map.json found beside it, unchanged.
   std::string tokenizer_model;
   /// Written to generation_config.json (SPADE reference §5 sampling defaults).
   double temperature = 0.6, top_p = 0.95;

@@ -1,10 +1,13 @@
-// Tokenizer: a SentencePiece model (BPE by default) set up for code and chat:
-// byte fallback (any UTF-8 round-trips), digits split, identity normalisation, no dummy prefix and no
-// whitespace collapsing (indentation and newlines are exact), and the ChatML special tokens
-// <|im_start|> / <|im_end|> as user-defined symbols (single ids).
-// Thread safety: after load(), encode/decode/token_id are const and safe to call concurrently.
-// SentencePiece itself is reached through a small shared library (spade_spm_shim) opened at run time:
-// see policy/spm_shim/spm_shim.cpp for why. Its path is compiled in; SPADE_SPM_SHIM overrides it.
+// Tokenizer: text <-> token ids, with one of two backends chosen by the file loaded:
+//  - a SentencePiece .model (policy/spm_backend.h): our own tiny models (trained by train() below),
+//    Llama 2, Mistral, Gemma. train() sets it up for code and chat: byte fallback (any UTF-8
+//    round-trips), digits split, identity normalisation, no dummy prefix and no whitespace collapsing
+//    (indentation and newlines are exact), and the ChatML special tokens <|im_start|> / <|im_end|> as
+//    user-defined symbols (single ids).
+//  - a Hugging Face tokenizer.json with a byte-level BPE model (policy/bpe_tokenizer.h): Qwen2 / 2.5 / 3,
+//    Llama 3 (vocab, merges, pre-tokenizer regex via PCRE2, NFC, added/special tokens; the supported
+//    subset and the errors are listed there).
+// Thread safety: after load(), all methods are const and safe to call concurrently.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +15,9 @@
 #include <string>
 #include <vector>
 
-struct SpmApi;
-
 namespace spade::policy {
+
+class TokenizerBackend;
 
 /// Ids fixed by train() (SentencePiece defaults, plus a pad id).
 inline constexpr int kUnkId = 0, kBosId = 1, kEosId = 2, kPadId = 3;
@@ -51,34 +54,54 @@ class Tokenizer {
   /// Convenience: train on in-memory text.
   static void train(const std::vector<std::string>& sentences, const std::string& model_prefix, int vocab_size);
 
-  /// Loads a .model file. Throws spade::Error naming the path on failure.
+  /// Loads a tokenizer file, by name: "*.json" -> byte-level BPE (HF tokenizer.json; bos/eos/pad ids from
+  /// tokenizer_config.json, else config.json, beside it: BpeTokenizer::load), anything else ->
+  /// SentencePiece .model (ids stored in the model). Throws spade::Error naming the path on failure.
   static Tokenizer load(const std::string& path);
+
+  /// Loads the tokenizer of an HF checkpoint directory: DIR/tokenizer.json when present (preferred: it is
+  /// what transformers' fast tokenizers use), else DIR/tokenizer.model. Throws spade::Error naming the
+  /// directory when it has neither.
+  static Tokenizer load_dir(const std::string& dir);
+
+  /// The file load_dir(dir) would load ("" when the directory has neither tokenizer.json nor
+  /// tokenizer.model).
+  static std::string file_in_dir(const std::string& dir);
 
   /// Token ids of `text`; no BOS/EOS added. By default special-token strings inside `text` (e.g. an
   /// environment printing "<|im_end|>") are encoded as ordinary text, never as the special id;
-  /// parse_special=true maps them to their ids.
+  /// parse_special=true maps them to their ids. With a tokenizer.json: added tokens marked "special"
+  /// follow parse_special; added tokens not marked special are always matched (as HF tokenizers does).
+  /// Throws spade::Error if no model is loaded.
   std::vector<int64_t> encode(const std::string& text, bool parse_special = false) const;
 
   /// Text of `ids` (special tokens appear as their strings; byte pieces are reassembled).
-  /// Throws spade::Error for an id outside [0, vocab_size()).
+  /// Throws spade::Error for an id outside [0, vocab_size()) (or, for a tokenizer.json, an id in a
+  /// gap of its vocabulary).
   std::string decode(const std::vector<int64_t>& ids) const;
 
   /// Id of a piece (e.g. "<|im_end|>"); throws spade::Error if the piece is not in the vocabulary.
+  /// Pieces are spelled as the backend stores them: SentencePiece "\u2581hi", byte-level BPE "\u0120hi"
+  /// for " hi"; special/added tokens as their text.
   int64_t token_id(const std::string& piece) const;
+  /// Inverse of token_id(); throws spade::Error for an unknown id.
   std::string piece(int64_t id) const;
 
+  /// Special ids; -1 when the tokenizer has none (e.g. Qwen2 has no BOS).
   int64_t bos_id() const;
   int64_t eos_id() const;
   int64_t pad_id() const;
+  /// One more than the largest token id (0 when nothing is loaded).
   int64_t vocab_size() const;
-  /// Path the model was loaded from (checkpoint saving copies this file).
+  /// Path the model was loaded from (checkpoint saving copies this file: save_checkpoint).
   const std::string& model_path() const { return path_; }
+  /// "sentencepiece", "bpe", or "" when nothing is loaded.
+  std::string kind() const;
 
  private:
-  const SpmApi* api_ = nullptr;
-  std::shared_ptr<void> sp_;  // SentencePieceProcessor inside the shim
+  const TokenizerBackend& backend(const char* what) const;
+  std::shared_ptr<const TokenizerBackend> impl_;
   std::string path_;
-  std::vector<std::string> specials_;  // user-defined symbols, for parse_special=false splitting
 };
 
 }  // namespace spade::policy

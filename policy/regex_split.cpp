@@ -1,0 +1,136 @@
+#include "policy/regex_split.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace spade::policy {
+namespace {
+
+std::string pcre2_message(int code) {
+  PCRE2_UCHAR buf[256];
+  pcre2_get_error_message(code, buf, sizeof(buf));
+  return reinterpret_cast<const char*>(buf);
+}
+
+}  // namespace
+
+SplitBehavior parse_split_behavior(const std::string& name, const std::string& where) {
+  if (name == "Removed") return SplitBehavior::kRemoved;
+  if (name == "Isolated") return SplitBehavior::kIsolated;
+  if (name == "MergedWithPrevious") return SplitBehavior::kMergedWithPrevious;
+  if (name == "MergedWithNext") return SplitBehavior::kMergedWithNext;
+  if (name == "Contiguous") return SplitBehavior::kContiguous;
+  throw spade::Error(where + ": unknown split behavior '" + name +
+                     "' (expected Removed, Isolated, MergedWithPrevious, MergedWithNext or Contiguous)");
+}
+
+RegexSplitter::RegexSplitter(const std::string& pattern, SplitBehavior behavior, bool invert, bool literal,
+                             const std::string& where)
+    : behavior_(behavior), invert_(invert), where_(where) {
+  int err = 0;
+  PCRE2_SIZE offset = 0;
+  // PCRE2_LITERAL refuses PCRE2_UCP (irrelevant for a literal string).
+  const uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &err,
+                                   &offset, nullptr);
+  if (!code)
+    throw spade::Error(where + ": pattern does not compile (PCRE2: " + pcre2_message(err) + " at offset " +
+                       std::to_string(offset) + "): " + pattern);
+  // JIT is an optimisation only: when unavailable, pcre2_match interprets the pattern.
+  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+  code_ = std::shared_ptr<void>(code, [](void* c) { pcre2_code_free(static_cast<pcre2_code*>(c)); });
+}
+
+std::vector<std::pair<size_t, size_t>> RegexSplitter::matches(const std::string& text) const {
+  std::vector<std::pair<size_t, size_t>> out;
+  auto* code = static_cast<const pcre2_code*>(code_.get());
+  std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data*)> md(
+      pcre2_match_data_create_from_pattern(code, nullptr), pcre2_match_data_free);
+  if (!md) throw spade::Error(where_ + ": out of memory for PCRE2 match data");
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  size_t start = 0;
+  while (start < text.size()) {
+    int rc = pcre2_match(code, subject, text.size(), start, 0, md.get(), nullptr);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT)  // very long runs: retry in the interpreter (heap-backed)
+      rc = pcre2_match(code, subject, text.size(), start, PCRE2_NO_JIT, md.get(), nullptr);
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) throw spade::Error(where_ + ": PCRE2 matching failed: " + pcre2_message(rc));
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.get());
+    if (ov[1] > ov[0]) {
+      out.emplace_back(ov[0], ov[1]);
+      start = ov[1];
+    } else {
+      // Empty match: skip it and move on by one character (one byte inside invalid UTF-8).
+      size_t next = ov[0] + 1;
+      while (next < text.size() && (static_cast<unsigned char>(text[next]) & 0xC0) == 0x80) ++next;
+      start = next;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> RegexSplitter::split(const std::string& text) const {
+  // (begin, end, is_match) covering the whole text.
+  struct Span {
+    size_t b, e;
+    bool m;
+  };
+  std::vector<Span> spans;
+  size_t pos = 0;
+  for (const auto& [b, e] : matches(text)) {
+    if (b > pos) spans.push_back({pos, b, invert_});
+    spans.push_back({b, e, !invert_});
+    pos = e;
+  }
+  if (pos < text.size()) spans.push_back({pos, text.size(), invert_});
+
+  std::vector<Span> kept;
+  switch (behavior_) {
+    case SplitBehavior::kIsolated:
+      kept = spans;
+      break;
+    case SplitBehavior::kRemoved:
+      for (const Span& s : spans)
+        if (!s.m) kept.push_back(s);
+      break;
+    case SplitBehavior::kMergedWithPrevious: {
+      bool prev_match = false;
+      for (const Span& s : spans) {
+        if (s.m && !prev_match && !kept.empty()) kept.back().e = s.e;
+        else kept.push_back(s);
+        prev_match = s.m;
+      }
+      break;
+    }
+    case SplitBehavior::kMergedWithNext: {
+      bool prev_match = false;
+      for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
+        if (it->m && !prev_match && !kept.empty()) kept.back().b = it->b;
+        else kept.push_back(*it);
+        prev_match = it->m;
+      }
+      std::reverse(kept.begin(), kept.end());
+      break;
+    }
+    case SplitBehavior::kContiguous: {
+      bool prev_match = false;
+      for (const Span& s : spans) {
+        if (s.m == prev_match && !kept.empty()) kept.back().e = s.e;
+        else kept.push_back(s);
+        prev_match = s.m;
+      }
+      break;
+    }
+  }
+  std::vector<std::string> out;
+  out.reserve(kept.size());
+  for (const Span& s : kept)
+    if (s.e > s.b) out.push_back(text.substr(s.b, s.e - s.b));
+  return out;
+}
+
+}  // namespace spade::policy
