@@ -39,7 +39,7 @@ std::map<std::string, fs::path> list_files(const std::string& root, const DiffOp
   fs::recursive_directory_iterator it(root, fs::directory_options::none), end;
   for (; it != end; ++it) {
     std::error_code ec;
-    std::string rel = fs::relative(it->path(), root).generic_string();
+    std::string rel = it->path().lexically_relative(root).generic_string();  // never through a symlink
     bool git = rel == ".git" || starts_with(rel, ".git/");
     if ((git && !keep_git) || (!git && is_excluded(rel, o))) {
       if (it->is_directory(ec) && !it->is_symlink(ec)) it.disable_recursion_pending();
@@ -455,7 +455,7 @@ void copy_tree(const std::string& from, const std::string& to, const DiffOptions
   fs::recursive_directory_iterator it(from), end;
   for (; it != end; ++it) {
     std::error_code ec;
-    std::string rel = fs::relative(it->path(), from).generic_string();
+    std::string rel = it->path().lexically_relative(from).generic_string();  // never through a symlink
     bool git = rel == ".git" || starts_with(rel, ".git/");
     if ((git && !keep_git) || (!git && is_excluded(rel, o))) {
       if (it->is_directory(ec) && !it->is_symlink(ec)) it.disable_recursion_pending();

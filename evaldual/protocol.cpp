@@ -34,7 +34,7 @@ std::map<std::string, std::string> read_tree(const std::string& ws, const std::s
   if (!fs::is_directory(root)) return out;
   for (const auto& e : fs::recursive_directory_iterator(root)) {
     if (!e.is_regular_file() || e.is_symlink()) continue;
-    std::string rel = fs::relative(e.path(), ws).generic_string();
+    std::string rel = e.path().lexically_relative(ws).generic_string();  // never through a symlink
     if (is_backup_file(rel) || rel.find("__pycache__") != std::string::npos) continue;
     out[rel] = read_file(e.path().string());
   }

@@ -179,9 +179,11 @@ PreparedRepo setup_repo(const RepoSpec& spec, const std::string& work_dir) {
     for (const auto& e : fs::directory_iterator(dl)) have = have || e.is_directory();
     if (!have) {
       ProcessResult r = host_run({"apt-get", "source", "-qq", spec.source}, dl.string());
-      if (r.rc != 0)
-        throw Error(spec.spec_path + ": `apt-get source " + spec.source + "` failed (a deb-src entry is needed; " +
-                    "see NOTES.md): " + tail_of(r.output));
+      if (r.rc != 0) {
+        fs::remove_all(dl);  // no half-unpacked tree may pass for the source next time
+        throw Error(spec.spec_path + ": `apt-get source " + spec.source + "` failed (it needs a deb-src entry, " +
+                    "which scripts/setup.sh adds, dpkg-dev, and a reachable Debian mirror): " + tail_of(r.output));
+      }
     }
     for (const auto& e : fs::directory_iterator(dl))
       if (e.is_directory()) src_dir = e.path().string();
@@ -193,9 +195,12 @@ PreparedRepo setup_repo(const RepoSpec& spec, const std::string& work_dir) {
   bool reuse = false;
   if (fs::exists(root / "repo.json") && fs::is_directory(pristine)) {
     json j = json::parse(read_file((root / "repo.json").string()), nullptr, false);
-    reuse = !j.is_discarded() && j.value("pin", "") == pin;
+    // Same source and same setup commands (a changed `setup:` list must rebuild the pristine copy).
+    reuse = !j.is_discarded() && j.value("pin", "") == pin && j.value("setup", json::array()) == json(spec.setup);
   }
   if (!reuse) {
+    // A stale repo.json must not vouch for a pristine copy whose setup is interrupted below.
+    fs::remove(root / "repo.json");
     fs::remove_all(pristine);
     copy_tree(src_dir, pristine.string(), dopt);
     SandboxOptions so;
@@ -226,6 +231,7 @@ PreparedRepo setup_repo(const RepoSpec& spec, const std::string& work_dir) {
             {"spec_path", spec.spec_path},
             {"pin", p.pin},
             {"tree_hash", p.tree_hash},
+            {"setup", spec.setup},
             {"baseline", outcome_json(p.baseline)},
             {"baseline_output_tail", tail_of(r.output, 4000)},
             {"pre_existing_failures", p.pre_existing_failures}};

@@ -87,7 +87,8 @@ struct PreparedRepo {
 /// Pins and prepares `spec` under `work_dir`: copies (local), clones + checks out `commit` (git) or
 /// `apt-get source` (debian) into <work>/<name>/pristine, runs the setup commands in the sandbox,
 /// runs the original suite once on a scratch copy recording pre-existing failures, and writes
-/// repo.json. Idempotent: an existing pristine copy with the same pin is reused (suite re-run).
+/// repo.json. Idempotent: an existing pristine copy with the same pin and the same setup commands is
+/// reused (suite re-run). Debian sources are fetched once into <work>/<name>/src and kept.
 /// Throws spade::Error when fetching, a setup command, or the sandbox fails (naming the command and
 /// its output tail).
 PreparedRepo setup_repo(const RepoSpec& spec, const std::string& work_dir);

@@ -4,8 +4,10 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
+  dpkg-dev                                   # SWE-Duel: `apt-get source` (debian:NAME=VERSION repos) needs dpkg-source
   libtorch-dev libopenblas0-pthread          # LibTorch 1.13 (CPU); OpenBLAS: ~10x faster matmul (NOTES.md)
   libsentencepiece-dev                       # tokenizer training and encoding
+  libpcre2-dev libicu-dev                    # tokenizer.json BPE: pre-tokenizer regex (\p{L}), NFC normalizer
   pybind11-dev python3-dev python3-numpy     # spade-envd embeds CPython
   python3-sympy                              # corpus: mathematics and physics documentation
   python3-pytest                             # SWE-Duel: pytest adapter and the pyfix fixture repository
@@ -17,6 +19,47 @@ PACKAGES=(
   libgtest-dev libgmock-dev
 )
 
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+
+# SWE-Duel repositories from Debian source packages (configs/duel/repos/*.yaml, `source: debian:...`)
+# need a deb-src entry; Debian 12 images ship only `Types: deb`. Mirror the Debian stanzas of
+# /etc/apt/sources.list.d/debian.sources (URIs, Suites, Components, Signed-By) as `Types: deb-src` in
+# spade-src.sources (or deb-src lines for a one-line /etc/apt/sources.list) and refresh the index once.
+# Idempotent: nothing is written when an identical file exists or a deb-src entry is already configured.
+SRC_FILE=/etc/apt/sources.list.d/spade-src.sources
+have_src() {
+  grep -qsE '^[[:space:]]*deb-src[[:space:]]' /etc/apt/sources.list /etc/apt/sources.list.d/*.list && return 0
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] && [ "$f" != "$SRC_FILE" ] && grep -qsiE '^Types:.*deb-src' "$f" && return 0
+  done
+  return 1
+}
+want_src=""
+if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+  want_src="$(awk 'BEGIN { RS = ""; FS = "\n" }
+    /(^|\n)Types:[^\n]*deb([ \t\n]|$)/ {
+      out = "Types: deb-src"
+      for (i = 1; i <= NF; i++)
+        if ($i ~ /^(URIs|Suites|Components|Signed-By):/) out = out "\n" $i
+      printf "%s%s\n", (n++ ? "\n" : ""), out
+    }' /etc/apt/sources.list.d/debian.sources)"
+elif [ -f /etc/apt/sources.list ]; then
+  want_src="$(sed -n 's/^[[:space:]]*deb[[:space:]]/deb-src /p' /etc/apt/sources.list)"
+  SRC_FILE=/etc/apt/sources.list.d/spade-src.list
+fi
+src_changed=0
+if [ -n "$want_src" ] && { [ -f "$SRC_FILE" ] || ! have_src; }; then
+  if [ "$(cat "$SRC_FILE" 2>/dev/null)" != "$want_src" ]; then
+    echo "setup: adding deb-src entries ($SRC_FILE)"
+    printf '%s\n' "$want_src" | $SUDO tee "$SRC_FILE" >/dev/null
+    src_changed=1
+  fi
+fi
+if [ "$src_changed" -eq 1 ] || { [ -f "$SRC_FILE" ] && ! ls /var/lib/apt/lists/*_Sources* >/dev/null 2>&1; }; then
+  $SUDO apt-get update -qq || echo "setup: warning: apt-get update failed (debian: duel repositories will be skipped)"
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,8 +68,6 @@ if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
   exit 0
 fi
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
 echo "setup: installing ${missing[*]}"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

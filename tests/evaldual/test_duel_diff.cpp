@@ -172,3 +172,21 @@ TEST(DuelDiff, SplitPatchPerFileEvenWithDashLinesInHunks) {
   EXPECT_NE(chunks[1].second.find("\n--- old item\n+++ new item\n"), std::string::npos);
   EXPECT_EQ(chunks[0].second + chunks[1].second, patch);
 }
+
+TEST(DuelDiff, SymlinksAreCopiedAsLinksAndNeverResolvedIntoPaths) {
+  // A build tree's usual shape: lib.so -> lib.so.1 -> lib.so.1.0 and a directory link. Resolving the
+  // link while computing the relative path (fs::relative) made "lib.so" collide with its target.
+  std::string src = fresh_dir("links_src"), dst = fresh_dir("links_dst") + "/copy";
+  put(src, "build/lib.so.1.0", "binary\n");
+  fs::create_symlink("lib.so.1.0", src + "/build/lib.so.1");
+  fs::create_symlink("lib.so.1", src + "/build/lib.so");
+  put(src, "src/a.c", "int a;\n");
+  fs::create_directory_symlink("src", src + "/src_link");
+  copy_tree(src, dst);
+  EXPECT_TRUE(fs::is_symlink(dst + "/build/lib.so"));
+  EXPECT_EQ(fs::read_symlink(dst + "/build/lib.so").string(), "lib.so.1");
+  EXPECT_EQ(fs::read_symlink(dst + "/src_link").string(), "src");
+  EXPECT_EQ(spade::read_file(dst + "/build/lib.so.1.0"), "binary\n");
+  // Hashing skips links: the copy hashes like the original.
+  EXPECT_EQ(tree_hash(dst, {}), tree_hash(src, {}));
+}
