@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
@@ -6,6 +7,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "embedded_config.h"
+#include "trainer/launch_local.h"
 #include "trainer/train.h"
 
 namespace spade::apps {
@@ -61,12 +63,29 @@ std::string resolve_data_path(const std::string& path) {
 void add_train_commands(CLI::App& app) {
   auto args = std::make_shared<ConfigArgs>();
   auto resume = std::make_shared<std::string>();
+  auto nproc = std::make_shared<int>(0);
   CLI::App* train = app.add_subcommand("train", "run SPADE self-play (cold start + self-play steps)");
   add_config_options(train, *args);
   train->add_option("--resume", *resume,
                     "continue RUN_DIR from its newest checkpoint with its saved config (--set still applies)");
-  train->callback([args, resume] {
-    set_action([args, resume] {
+  train->add_option("--nproc", *nproc,
+                    "data parallel on this machine: start N ranks of spade (torchrun environment, Gloo "
+                    "on CPU); torchrun and srun launch ranks too, see scripts/launch/")
+      ->check(CLI::Range(1, 1024));
+  train->callback([args, resume, nproc] {
+    set_action([args, resume, nproc] {
+      if (*nproc > 0) {
+        if (std::getenv("RANK"))
+          throw Error("train --nproc: this process is already rank " + std::string(std::getenv("RANK")) +
+                      " of a launched job (drop --nproc under torchrun or srun)");
+        // The same command without --nproc, once per rank.
+        std::vector<std::string> rank_args = {"train"};
+        if (!args->config.empty()) rank_args.insert(rank_args.end(), {"--config", args->config});
+        for (const std::string& o : args->overrides) rank_args.insert(rank_args.end(), {"--set", o});
+        if (!args->name.empty()) rank_args.insert(rank_args.end(), {"--name", args->name});
+        if (!resume->empty()) rank_args.insert(rank_args.end(), {"--resume", *resume});
+        return trainer::launch_local_ranks(*nproc, rank_args);
+      }
       if (resume->empty()) {
         trainer::run_train(load(*args), {true}, print_line);
         return 0;

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "policy/checkpoint.h"
+#include "policy/tokenizer.h"
 
 namespace fs = std::filesystem;
 
@@ -147,7 +148,7 @@ void export_checkpoint(const std::string& checkpoint_dir, const std::string& out
   policy::Transformer model = load_training_policy(src.string());
   policy::CheckpointSaveOptions options;
   options.dtype = dtype == "bf16" ? "bfloat16" : "float32";
-  if (fs::exists(src / "tokenizer.model")) options.tokenizer_model = (src / "tokenizer.model").string();
+  options.tokenizer_model = policy::Tokenizer::file_in_dir(src.string());  // tokenizer.json or .model; "" if none
   policy::save_checkpoint(out.string(), model, options);
 }
 

@@ -93,6 +93,8 @@ void visit_fields(Config& c, F&& f) {
   f("loss.tis_low", c.loss.tis_low);
   f("loss.entropy_coef", c.loss.entropy_coef);
   f("loss.kl_coef", c.loss.kl_coef);
+  f("loss.kl_type", c.loss.kl_type);
+  f("loss.kl_reference", c.loss.kl_reference);
   f("optim.lr", c.optim.lr);
   f("optim.weight_decay", c.optim.weight_decay);
   f("optim.beta1", c.optim.beta1);
@@ -109,6 +111,12 @@ void visit_fields(Config& c, F&& f) {
   f("sandbox.episode_timeout_s", c.sandbox.episode_timeout_s);
   f("sandbox.memory_limit_mb", c.sandbox.memory_limit_mb);
   f("sandbox.cpu_limit_s", c.sandbox.cpu_limit_s);
+  f("sandbox.namespaces", c.sandbox.namespaces);
+  f("sandbox.seccomp", c.sandbox.seccomp);
+  f("sandbox.cgroups", c.sandbox.cgroups);
+  f("sandbox.pool_memory_mb", c.sandbox.pool_memory_mb);
+  f("sandbox.spare_children", c.sandbox.spare_children);
+  f("sandbox.max_obs_chars", c.sandbox.max_obs_chars);
   f("memory.size", c.memory.size);
   f("memory.positive_seeds", c.memory.positive_seeds);
   f("memory.band_low", c.memory.band_low);
@@ -117,6 +125,9 @@ void visit_fields(Config& c, F&& f) {
   f("checkpoint.every", c.checkpoint.every);
   f("checkpoint.keep_last", c.checkpoint.keep_last);
   f("checkpoint.dtype", c.checkpoint.dtype);
+  f("distributed.backend", c.distributed.backend);
+  f("distributed.bucket_mb", c.distributed.bucket_mb);
+  f("distributed.timeout_s", c.distributed.timeout_s);
 }
 
 using Setter = std::function<void(const YAML::Node&, const std::string& where)>;
@@ -262,10 +273,26 @@ void validate(const Config& c) {
   require(c.optim.micro_batch_tokens >= 64, "optim.micro_batch_tokens", ">= 64");
   require(c.checkpoint.dtype == "fp32" || c.checkpoint.dtype == "bf16", "checkpoint.dtype",
           "fp32 or bf16");
+  require(c.distributed.backend == "auto" || c.distributed.backend == "gloo" || c.distributed.backend == "nccl",
+          "distributed.backend", "auto, gloo or nccl");
+  require(c.distributed.bucket_mb > 0, "distributed.bucket_mb", "> 0");
+  require(c.distributed.timeout_s > 0, "distributed.timeout_s", "> 0");
+  require(c.sandbox.namespaces == "auto" || c.sandbox.namespaces == "require" || c.sandbox.namespaces == "off",
+          "sandbox.namespaces", "auto, require or off");
+  require(c.sandbox.memory_limit_mb >= 16, "sandbox.memory_limit_mb", ">= 16");
+  require(c.sandbox.cpu_limit_s >= 1, "sandbox.cpu_limit_s", ">= 1");
+  require(c.sandbox.pool_memory_mb >= 0, "sandbox.pool_memory_mb", ">= 0 (0: half of MemTotal)");
+  require(c.sandbox.spare_children >= 0 && c.sandbox.spare_children <= 64, "sandbox.spare_children", "in [0, 64]");
+  require(c.sandbox.max_obs_chars >= 256, "sandbox.max_obs_chars", ">= 256");
   require(c.reward.regret_scale > 0, "reward.regret_scale", "> 0");
   require(c.corpus.max_words >= 1, "corpus.max_words", ">= 1");
-  // A KL penalty needs a frozen reference policy, which this trainer does not load yet.
-  require(c.loss.kl_coef == 0.0, "loss.kl_coef", "0 (a reference-policy KL penalty is not supported yet)");
+  require(c.loss.kl_coef >= 0.0, "loss.kl_coef", ">= 0");
+  require(c.loss.kl_type == "k1" || c.loss.kl_type == "k2" || c.loss.kl_type == "k3" ||
+              c.loss.kl_type == "low_var_kl",
+          "loss.kl_type", "k1, k2, k3 or low_var_kl");
+  // The KL penalty is to a frozen reference policy loaded from disk (so a resumed run has the same).
+  require(c.loss.kl_coef == 0.0 || !c.loss.kl_reference.empty() || !c.model.init_checkpoint.empty(),
+          "loss.kl_reference", "set (an HF checkpoint directory) when loss.kl_coef > 0 and model.init_checkpoint is empty");
 }
 
 }  // namespace spade::trainer

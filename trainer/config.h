@@ -106,7 +106,10 @@ struct LossYaml {
   std::string agg_mode = "seq_mean_token_mean";  // slime default; token_mean | seq_mean_token_sum | dr_grpo
   bool tis = true;
   double tis_cap = 2.0, tis_low = 0.0;     // reference §5
-  double entropy_coef = 0.0, kl_coef = 0.0;
+  double entropy_coef = 0.0, kl_coef = 0.0;   // reference §5: KL coefficient 0 (or 0.005)
+  std::string kl_type = "low_var_kl";          // k1 | k2 | k3 | low_var_kl (verl default; policy_loss.h)
+  std::string kl_reference;                    // frozen reference policy (HF dir) for kl_coef > 0;
+                                               // "" = model.init_checkpoint. Loaded only when used.
 };
 
 struct OptimConfig {
@@ -123,11 +126,18 @@ struct OptimConfig {
                                     // are never materialised at once (0 = off; grpo_update.h)
 };
 
+// Environment sandbox (envsandbox/sandbox.h SandboxOptions documents each field and its default).
 struct SandboxYaml {
   double load_timeout_s = 30, call_timeout_s = 30;   // reference §4: env step/load 30 s
   double episode_timeout_s = 300;                     // one play 300 s
-  int memory_limit_mb = 1024;
-  int cpu_limit_s = 60;
+  int memory_limit_mb = 1024;                         // RLIMIT_AS headroom per environment
+  int cpu_limit_s = 60;                               // RLIMIT_CPU per environment
+  std::string namespaces = "auto";                    // auto | require | off (bubblewrap layer)
+  bool seccomp = true;
+  bool cgroups = true;
+  int pool_memory_mb = 0;                             // whole pool's memory cap; 0 = half of MemTotal
+  int spare_children = 2;                             // pre-forked children waiting in the zygote
+  int max_obs_chars = 16384;                          // longer observations arrive cut
 };
 
 struct MemoryYaml {
@@ -141,6 +151,13 @@ struct CheckpointYaml {
   int every = 16;        // reference §5: checkpoint every 16 rollouts
   int keep_last = 2;
   std::string dtype = "fp32";   // fp32 | bf16
+};
+
+struct DistributedYaml {
+  std::string backend = "auto";   // gloo | nccl | auto (nccl on CUDA builds with a GPU, else gloo)
+  double bucket_mb = 25;          // gradient all-reduce bucket size: torch DDP's bucket_cap_mb default
+  double timeout_s = 1800;        // rendezvous + collective timeout: torch's default_pg_timeout (30 min);
+                                  // the designer phase runs on rank 0 alone while the others wait
 };
 
 struct Config {
@@ -157,6 +174,7 @@ struct Config {
   SandboxYaml sandbox;
   MemoryYaml memory;
   CheckpointYaml checkpoint;
+  DistributedYaml distributed;   // used only when launched with several ranks (trainer/distributed.h)
 };
 
 /// Loads `path` (YAML) over the defaults. Throws spade::Error naming the file and key for an

@@ -13,6 +13,7 @@ PolicyLossConfig loss_config(const LossYaml& l) {
   c.tis_low = l.tis_low;
   c.entropy_coef = l.entropy_coef;
   c.kl_coef = l.kl_coef;
+  c.kl_type = parse_kl_type(l.kl_type);
   return c;
 }
 
@@ -58,6 +59,20 @@ envsandbox::SandboxOptions sandbox_options(const SandboxYaml& s) {
   o.call_timeout_s = s.call_timeout_s;
   o.memory_limit_bytes = static_cast<int64_t>(s.memory_limit_mb) << 20;
   o.cpu_limit_s = s.cpu_limit_s;
+  o.namespaces = s.namespaces;
+  o.seccomp = s.seccomp;
+  o.cgroups = s.cgroups;
+  o.pool_memory_bytes = static_cast<int64_t>(s.pool_memory_mb) << 20;
+  o.spare_children = s.spare_children;
+  o.max_obs_chars = s.max_obs_chars;
+  return o;
+}
+
+DistributedOptions distributed_options(const DistributedYaml& d) {
+  DistributedOptions o;
+  o.backend = d.backend;
+  o.bucket_bytes = static_cast<int64_t>(d.bucket_mb * (1 << 20));
+  o.timeout_s = d.timeout_s;
   return o;
 }
 

@@ -6,6 +6,7 @@
 #include "rollout/episode.h"
 #include "rollout/sampler.h"
 #include "trainer/config.h"
+#include "trainer/distributed.h"
 #include "trainer/policy_loss.h"
 
 namespace spade::trainer {
@@ -27,5 +28,8 @@ rollout::EpisodeOptions episode_options(const Config& c);
 
 /// sandbox.* -> sandbox options (timeouts in seconds, memory in MiB converted to bytes).
 envsandbox::SandboxOptions sandbox_options(const SandboxYaml& s);
+
+/// distributed.* -> process-group options (bucket size in MiB converted to bytes).
+DistributedOptions distributed_options(const DistributedYaml& d);
 
 }  // namespace spade::trainer

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <optional>
 
+#include "common/error.h"
+
 namespace spade::trainer {
 
 std::vector<PackedBatch> pack_micro_batches(const std::vector<const rollout::Sample*>& input,
@@ -91,39 +93,65 @@ std::pair<torch::Tensor, torch::Tensor> sequence_logprobs(policy::Transformer& m
 }
 
 UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& optimizer,
-                        const std::vector<rollout::Sample>& samples, const UpdateOptions& options) {
+                        const std::vector<rollout::Sample>& samples, const UpdateOptions& options,
+                        const DistributedContext* dist) {
   const auto start = std::chrono::steady_clock::now();
+  const DistributedContext single;
+  const DistributedContext& dp = dist ? *dist : single;
   UpdateStats stats;
   std::vector<const rollout::Sample*> trainable;
   for (const rollout::Sample& s : samples)
     if (s.tokens.size() >= 2 && s.num_trainable() > 0) trainable.push_back(&s);
-  if (trainable.empty()) return stats;
 
   std::vector<PackedBatch> batches = pack_micro_batches(trainable, options.micro_batch_tokens);
   std::vector<torch::Tensor> masks;
   for (const PackedBatch& b : batches) masks.push_back(b.loss_mask);
-  const double normaliser = global_normaliser(options.loss.agg_mode, masks, options.loss.max_len);
+  // The exact global normaliser (policy_loss.h), summed over ranks before any backward pass.
+  PolicyLossConfig loss = options.loss;
+  if (dp.active() && loss.agg_mode == AggMode::DrGrpo && loss.max_len <= 0) {
+    double longest = 0;
+    for (const torch::Tensor& m : masks) longest = std::max<double>(longest, m.size(1));
+    loss.max_len = static_cast<int64_t>(dp.all_reduce_max({longest})[0]);
+  }
+  const std::vector<double> global = dp.all_reduce_sum(
+      {global_normaliser(loss.agg_mode, masks, loss.max_len), static_cast<double>(trainable.size())});
+  const double normaliser = global[0];
+  if (global[1] == 0) return stats;  // the same answer on every rank: nobody steps
+  const bool with_kl = loss.kl_coef != 0.0;
+  if (with_kl && !options.reference)
+    throw Error("grpo_update: loss.kl_coef is " + std::to_string(loss.kl_coef) +
+                " but no reference policy was given (UpdateOptions::reference)");
 
   model->train();
   optimizer.zero_grad();
-  double clip_tokens = 0, kl_tokens = 0, tis_tokens = 0, tis_clip_tokens = 0, diff_tokens = 0, ent = 0;
+  double pg_loss = 0, ent = 0, kl = 0, clip_tokens = 0, kl_tokens = 0, tis_tokens = 0, tis_clip_tokens = 0,
+         diff_tokens = 0, tokens = 0;
   for (const PackedBatch& b : batches) {
     auto [logp, entropy] = sequence_logprobs(model, b, /*with_entropy=*/true,
-                                             /*entropy_grad=*/options.loss.entropy_coef != 0.0);
+                                             /*entropy_grad=*/loss.entropy_coef != 0.0);
     torch::Tensor old_logp = logp.detach();
+    torch::Tensor ref_logp;  // undefined unless the loss has a KL penalty
+    if (with_kl) {
+      torch::NoGradGuard no_grad;
+      policy::Transformer reference = options.reference;  // a handle to the same frozen module
+      ref_logp = sequence_logprobs(reference, b, /*with_entropy=*/false).first;
+    }
     PolicyLossTerms terms = compute_policy_loss(logp, old_logp, b.rollout_logp, b.advantages,
-                                                b.loss_mask, normaliser, options.loss, entropy);
+                                                b.loss_mask, normaliser, loss, entropy, ref_logp);
     terms.loss.backward();
-    stats.pg_loss += terms.pg_loss;
+    pg_loss += terms.pg_loss;
     ent += terms.entropy;
+    kl += terms.kl;
     const double n = static_cast<double>(terms.num_tokens);
     clip_tokens += terms.pg_clipfrac * n;
     kl_tokens += terms.ppo_kl * n;
     tis_tokens += terms.tis_mean * n;
     tis_clip_tokens += terms.tis_clipfrac * n;
     diff_tokens += terms.rollout_logp_abs_diff * n;
-    stats.num_tokens += terms.num_tokens;
+    tokens += n;
   }
+  // Sum of the ranks' gradients = the whole-batch gradient; then the global norm is clipped.
+  dp.all_reduce_gradients(model->parameters());
   std::vector<torch::Tensor> params;
   for (auto& p : model->parameters())
     if (p.grad().defined()) params.push_back(p);
@@ -133,15 +161,21 @@ UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& opt
   optimizer.step();
   optimizer.zero_grad();
 
-  const double n = std::max<double>(1.0, static_cast<double>(stats.num_tokens));
-  stats.pg_clipfrac = clip_tokens / n;
-  stats.ppo_kl = kl_tokens / n;
-  stats.tis_mean = tis_tokens / n;
-  stats.tis_clipfrac = tis_clip_tokens / n;
-  stats.rollout_logp_abs_diff = diff_tokens / n;
-  stats.entropy = ent;
-  stats.num_samples = static_cast<int64_t>(trainable.size());
-  stats.num_micro_batches = static_cast<int64_t>(batches.size());
+  const std::vector<double> sums = dp.all_reduce_sum(
+      {pg_loss, ent, clip_tokens, kl_tokens, tis_tokens, tis_clip_tokens, diff_tokens, tokens,
+       static_cast<double>(batches.size()), kl});
+  const double n = std::max(1.0, sums[7]);
+  stats.pg_loss = sums[0];
+  stats.entropy = sums[1];
+  stats.pg_clipfrac = sums[2] / n;
+  stats.ppo_kl = sums[3] / n;
+  stats.tis_mean = sums[4] / n;
+  stats.tis_clipfrac = sums[5] / n;
+  stats.rollout_logp_abs_diff = sums[6] / n;
+  stats.num_tokens = static_cast<int64_t>(sums[7]);
+  stats.num_samples = static_cast<int64_t>(global[1]);
+  stats.num_micro_batches = static_cast<int64_t>(sums[8]);
+  stats.kl = sums[9];
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return stats;
 }

@@ -8,6 +8,7 @@
 
 #include "policy/transformer.h"
 #include "rollout/sample.h"
+#include "trainer/distributed.h"
 #include "trainer/policy_loss.h"
 
 namespace spade::trainer {
@@ -17,25 +18,42 @@ struct UpdateOptions {
   int micro_batch_tokens = 8192;  // padded tokens per micro-batch
   double grad_clip = 1.0;         // max global grad norm; <= 0 disables
   int logprob_chunk_rows = 2048;  // token rows per lm_head chunk (sequence_logprobs); <= 0: no chunking
+  // Frozen reference policy for the KL penalty (loss.kl_coef != 0; required then): its logprobs are
+  // computed per micro-batch under no_grad, at each sample's temperature like the policy's.
+  policy::Transformer reference{nullptr};
 };
 
 /// What one update measured (metric names of DESIGN.md, verl/slime style).
 struct UpdateStats {
   double pg_loss = 0, pg_clipfrac = 0, ppo_kl = 0, entropy = 0, grad_norm = 0;
   double tis_mean = 1, tis_clipfrac = 0, rollout_logp_abs_diff = 0;
+  double kl = 0;  // aggregated KL penalty to the reference, before kl_coef (0 without a reference)
   int64_t num_samples = 0, num_tokens = 0, num_micro_batches = 0;
   double seconds = 0;
 };
 
 /// Trains `model` one optimizer step on `samples` (designer samples first, DESIGN.md step 4).
+/// With loss.kl_coef != 0 the loss adds kl_coef * kl_penalty(logp, ref_logp) (policy_loss.h) with the
+/// logprobs of options.reference; throws spade::Error when options.reference is missing then.
 /// Each sample's per-sequence advantage is broadcast over its tokens. The old policy logprobs are
 /// the current parameters' own (single PPO epoch: ratio 1, detached), so TIS weights compare the
 /// current policy with the sampler's rollout logprobs: exactly the delayed-designer correction
 /// (reference §5) and ~1 for fresh agent samples. The loss is normalised over the WHOLE batch
 /// (global_normaliser), never padded with inert samples, so it does not depend on the micro-batch
 /// split. Samples without trainable tokens are skipped. Returns zeros when nothing is trainable.
+///
+/// Data parallel (`dist` active): `samples` is this rank's share of the optimizer batch. Every rank
+/// must call this with the same model, options and optimizer state. The normaliser is all-reduced
+/// (SUM) before any backward pass (DrGrpo without loss.max_len first agrees on L with MAX), so each
+/// rank's loss is its share of the whole-batch loss; gradients are then summed over ranks (bucketed,
+/// DistributedContext::all_reduce_gradients) before clipping, so the clip norm is the global one and
+/// every rank applies the same step a single process on the whole batch would (up to float summation
+/// order). A rank without trainable samples still takes part. Stats are whole-batch values on every
+/// rank: sums (pg_loss, entropy, counts) summed, token means weighted by each rank's token count,
+/// seconds the local time.
 UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& optimizer,
-                        const std::vector<rollout::Sample>& samples, const UpdateOptions& options);
+                        const std::vector<rollout::Sample>& samples, const UpdateOptions& options,
+                        const DistributedContext* dist = nullptr);
 
 /// A right-padded micro-batch built from samples: inputs [B,T-1]... in model-ready form.
 struct PackedBatch {

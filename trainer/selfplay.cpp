@@ -16,6 +16,7 @@
 #include "rollout/prompts.h"
 #include "trainer/checkpointing.h"
 #include "trainer/lr_schedule.h"
+#include "trainer/selfplay_dp.h"
 
 namespace spade::trainer {
 
@@ -49,11 +50,17 @@ int64_t reset_seed(const std::string& key) { return static_cast<int64_t>(fnv1a(k
 
 double mean(const std::vector<double>& v) { return reward::mean_or_zero(v); }
 
+const DistributedContext& single_process() {
+  static const DistributedContext single;
+  return single;
+}
+
 }  // namespace
 
 SelfPlay::SelfPlay(const Config& config, const RunDir& run, rollout::PolicyRef policy,
                    envsandbox::EnvServer& server, Corpus& corpus, const std::vector<SeedEnv>& seeds,
-                   torch::optim::Optimizer& optimizer, std::function<void(const std::string&)> log)
+                   torch::optim::Optimizer& optimizer, std::function<void(const std::string&)> log,
+                   const DistributedContext* dist, policy::Transformer kl_reference)
     : config_(config),
       run_(run),
       policy_(policy),
@@ -62,10 +69,13 @@ SelfPlay::SelfPlay(const Config& config, const RunDir& run, rollout::PolicyRef p
       seeds_(seeds),
       optimizer_(optimizer),
       log_(std::move(log)),
+      dist_(dist ? dist : &single_process()),
+      kl_reference_(std::move(kl_reference)),
       memory_(config.memory.size, config.memory.band_low, config.memory.band_high),
       skill_ema_(reward::LearningPotentialConfig{config.reward.ema_fast, config.reward.ema_slow}),
       rng_(config.run.seed) {
   memory_.load(run.memory_path());
+  if (!dist_->is_main()) return;  // only rank 0 writes files
   tb_ = std::make_unique<TbWriter>(run.tb_dir());
   rollouts_ = std::make_unique<RolloutLog>(run.rollouts_path());
 }
@@ -74,6 +84,7 @@ SelfPlaySummary SelfPlay::run(int64_t first) {
   const auto t0 = Clock::now();
   for (int64_t t = first; t < config_.selfplay.steps; ++t) {
     std::map<std::string, double> m = step(t);
+    if (!dist_->is_main()) continue;
     run_.log_metrics(t, m);
     tb_->add_scalars(t, m);
     char line[320];
@@ -106,7 +117,10 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   for (const LiveEnv& env : live_) hash_of[env.id] = source_hash(env.code);
   hinted_plays_.clear();
   const auto rollout_start = Clock::now();
-  if (regeneration) regenerate(t, m);
+  if (regeneration) {
+    if (dist_->is_main()) regenerate(t, m);
+    if (dist_->active()) restore(broadcast_state(*dist_, snapshot(t)));  // rank 0's generation everywhere
+  }
   for (const LiveEnv& env : live_) hash_of[env.id] = source_hash(env.code);
   m["designer/valid_rate"] = last_valid_rate_;
 
@@ -116,8 +130,8 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
     for (int g = 0; g < sp.plays_per_env; ++g)
       specs.push_back({env.id, env.skill, env.code,
                        reset_seed(env.path + ":" + std::to_string(t) + ":" + std::to_string(g)), ""});
-  std::vector<rollout::EpisodeResult> plays =
-      rollout::play_episodes(policy_, server_, specs, episode_options(config_), rng_());
+  std::vector<rollout::EpisodeResult> plays =  // data parallel: split by environment, then all-gathered
+      play_groups_split(*dist_, policy_, server_, specs, sp.plays_per_env, episode_options(config_), rng_());
   const double rollout_s = seconds_since(rollout_start);
 
   // 3. Agent rewards -> per-environment z-score advantages (reference §5).
@@ -165,7 +179,7 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
       memory_.add({env.path, env.skill, env.code, wins / std::max<size_t>(1, env.window_rewards.size()),
                    env.regret, t});
     }
-    memory_.save(run_.memory_path());
+    if (dist_->is_main()) memory_.save(run_.memory_path());
     std::vector<double> regrets;
     for (const LiveEnv& env : live_) regrets.push_back(env.regret);
     last_regret_ = mean(regrets);
@@ -196,13 +210,20 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   update.micro_batch_tokens = config_.optim.micro_batch_tokens;
   update.grad_clip = config_.optim.grad_clip;
   update.logprob_chunk_rows = config_.optim.logprob_chunk_rows;
-  const UpdateStats u = grpo_update(policy_.model, optimizer_, batch, update);
+  update.reference = kl_reference_;
+  // Data parallel: each rank trains the environments it played (and its deal of designer samples).
+  const UpdateStats u =
+      dist_->active()
+          ? grpo_update(policy_.model, optimizer_, batch_share(*dist_, batch, n_designer, sp.plays_per_env),
+                        update, dist_)
+          : grpo_update(policy_.model, optimizer_, batch, update);
 
   // 6. Metrics (names of DESIGN.md) and checkpoint on schedule.
   m["actor/pg_loss"] = u.pg_loss;
   m["actor/pg_clipfrac"] = u.pg_clipfrac;
   m["actor/ppo_kl"] = u.ppo_kl;
   m["actor/entropy"] = u.entropy;
+  if (config_.loss.kl_coef != 0.0) m["actor/kl_loss"] = u.kl;  // verl's name; before kl_coef
   m["actor/grad_norm"] = u.grad_norm;
   m["train/tis"] = u.tis_mean;
   m["train/tis_clipfrac"] = u.tis_clipfrac;
@@ -251,7 +272,7 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   if (regeneration)
     for (const LiveEnv& env : live_) new_envs.push_back({env.id, env.skill, env.code, env.hint, env.born, env.from_seed});
   const auto log_start = Clock::now();
-  rollouts_->append(rows, new_envs);
+  if (dist_->is_main()) rollouts_->append(rows, new_envs);
   m["time/rollouts_h5_s"] = seconds_since(log_start);
   hinted_plays_.clear();
 
@@ -259,7 +280,7 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   m["time/step_s"] = seconds_since(step_start);
 
   ++summary_.steps;
-  if ((t + 1) % config_.checkpoint.every == 0 || last) {
+  if (dist_->is_main() && ((t + 1) % config_.checkpoint.every == 0 || last)) {
     const SelfPlayState state = snapshot(t + 1);
     const TrainerStateRefs refs{state, optimizer_, memory_};
     save_training_checkpoint(run_, t + 1, policy_, config_.checkpoint.dtype, &refs);
@@ -288,9 +309,23 @@ SelfPlayState SelfPlay::snapshot(int64_t next_step) const {
 
 int64_t SelfPlay::resume(const std::string& checkpoint_dir) {
   SelfPlayState s = load_trainer_state(checkpoint_dir, optimizer_, memory_);
+  const int64_t next = s.next_step;
+  try {
+    restore(std::move(s));
+  } catch (const Error& e) {
+    throw Error("checkpoint: " + std::string(e.what()) + " in " + checkpoint_dir);
+  }
+  if (!dist_->is_main()) return next;
+  memory_.save(run_.memory_path());  // memory.json may be newer than the checkpoint: roll it back
+  if (!rollouts_->truncate(next))
+    log_("rollouts.h5 was torn by the interruption: kept as rollouts.h5.corrupt, a new file started");
+  return next;
+}
+
+void SelfPlay::restore(SelfPlayState s) {
   std::istringstream rng(s.rng);
   rng >> rng_;
-  if (rng.fail()) throw Error("checkpoint: malformed loop RNG state in " + checkpoint_dir);
+  if (rng.fail()) throw Error("malformed loop RNG state");
   corpus_.seek(s.corpus_position);
   live_ = std::move(s.live);
   designer_buffer_ = std::move(s.designer_buffer);
@@ -301,10 +336,6 @@ int64_t SelfPlay::resume(const std::string& checkpoint_dir) {
   summary_ = s.summary;
   last_valid_rate_ = s.last_valid_rate;
   last_regret_ = s.last_regret;
-  memory_.save(run_.memory_path());  // memory.json may be newer than the checkpoint: roll it back
-  if (!rollouts_->truncate(s.next_step))
-    log_("rollouts.h5 was torn by the interruption: kept as rollouts.h5.corrupt, a new file started");
-  return s.next_step;
 }
 
 void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {

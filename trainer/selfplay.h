@@ -1,6 +1,8 @@
 // The SPADE self-play loop (DESIGN.md "One self-play step"; reference §1). One policy, two roles:
 // the designer writes environments every k steps, the agent plays them every step, and one
-// GRPO update trains both roles on a mixed batch (designer samples first). Not thread-safe.
+// GRPO update trains both roles on a mixed batch (designer samples first). Data parallel: see
+// selfplay_dp.h for what each rank does (agent plays and the update split by whole environments,
+// the designer phase on rank 0, files written by rank 0). Not thread-safe.
 #pragma once
 #include <functional>
 #include <map>
@@ -17,6 +19,7 @@
 #include "rollout/sample.h"
 #include "trainer/config.h"
 #include "trainer/corpus.h"
+#include "trainer/distributed.h"
 #include "trainer/env_memory.h"
 #include "trainer/grpo_update.h"
 #include "trainer/run_dir.h"
@@ -30,10 +33,14 @@ namespace spade::trainer {
 
 class SelfPlay {
  public:
-  /// `seeds` are used only when selfplay.fill_with_seeds is set. All references must outlive this.
+  /// `seeds` are used only when selfplay.fill_with_seeds is set. All references (and `dist`, when
+  /// given) must outlive this. `dist`: this rank's data-parallel context; null = a single process.
+  /// Every rank must hold the same weights and optimizer state (train.cpp broadcasts rank 0's).
+  /// `kl_reference`: the frozen reference policy, required when loss.kl_coef != 0 (else unused).
   SelfPlay(const Config& config, const RunDir& run, rollout::PolicyRef policy,
            envsandbox::EnvServer& server, Corpus& corpus, const std::vector<SeedEnv>& seeds,
-           torch::optim::Optimizer& optimizer, std::function<void(const std::string&)> log);
+           torch::optim::Optimizer& optimizer, std::function<void(const std::string&)> log,
+           const DistributedContext* dist = nullptr, policy::Transformer kl_reference = nullptr);
 
   /// Runs steps [first, config.selfplay.steps); writes metrics, envs/, rejected/, memory.json,
   /// checkpoints (policy + trainer state every checkpoint.every steps and after the last step).
@@ -55,6 +62,8 @@ class SelfPlay {
   void regenerate(int64_t t, std::map<std::string, double>& m);
   void fill_empty_slots(int64_t t, const std::vector<std::string>& slot_skills,
                         const std::vector<rollout::DesignAttempt>& attempts);
+  /// Sets the loop state (not weights or optimizer) from `s`: resume and the data-parallel sync.
+  void restore(SelfPlayState s);
   /// Scores the buffered designer samples of the live generation over its window and empties the buffer.
   std::vector<rollout::Sample> delayed_designer_batch(std::map<std::string, double>& m);
 
@@ -66,6 +75,8 @@ class SelfPlay {
   const std::vector<SeedEnv>& seeds_;
   torch::optim::Optimizer& optimizer_;
   std::function<void(const std::string&)> log_;
+  const DistributedContext* dist_;              // never null (a world-size-1 context by default)
+  policy::Transformer kl_reference_;            // frozen; set iff loss.kl_coef != 0
 
   std::vector<LiveEnv> live_;                   // the current generation
   std::vector<rollout::Sample> designer_buffer_;  // designer samples of live_, trained at t + k
@@ -73,8 +84,8 @@ class SelfPlay {
   reward::LearningPotentialTracker skill_ema_;
   std::mt19937_64 rng_;
   SelfPlaySummary summary_;
-  std::unique_ptr<TbWriter> tb_;                // runs/<name>/tb/: the metrics.jsonl scalars
-  std::unique_ptr<RolloutLog> rollouts_;        // runs/<name>/rollouts.h5: every episode
+  std::unique_ptr<TbWriter> tb_;                // runs/<name>/tb/: the metrics.jsonl scalars (rank 0)
+  std::unique_ptr<RolloutLog> rollouts_;        // runs/<name>/rollouts.h5: every episode (rank 0)
   std::vector<rollout::EpisodeResult> hinted_plays_;  // this step's hinted plays (logged, not trained)
   double last_valid_rate_ = 0, last_regret_ = 0;
 };

@@ -15,6 +15,7 @@
 #include "rollout/prompts.h"
 #include "trainer/checkpointing.h"
 #include "trainer/config_bridge.h"
+#include "trainer/distributed.h"
 #include "trainer/selfplay.h"
 #include "trainer/warm_start.h"
 
@@ -49,6 +50,15 @@ policy::ModelConfig model_config(const ModelConfigYaml& m, int64_t vocab_size, i
   c.eos_token_ids = {eos_id};
   c.validate("config model.*");
   return c;
+}
+
+// Runs `f` on rank 0 first (it may write into the run directory), then on the other ranks.
+template <class F>
+auto main_rank_first(const DistributedContext& dist, F&& f) {
+  if (!dist.is_main()) dist.barrier();
+  auto result = f();
+  if (dist.is_main()) dist.barrier();
+  return result;
 }
 
 }  // namespace
@@ -138,10 +148,13 @@ Config load_run_config(const std::string& run_dir, const std::vector<std::string
   return load_config(file.string(), all);
 }
 
-std::string run_train(const Config& config, const TrainOptions& options, const LogFn& log) {
+std::string run_train(const Config& config, const TrainOptions& options, const LogFn& main_log) {
   const auto t0 = std::chrono::steady_clock::now();
-  int threads = config.run.threads > 0 ? config.run.threads
-                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // One rank of a data-parallel job when launched so (distributed.h); else world size 1, no group.
+  const DistributedContext dist(distributed_env_from_process(), distributed_options(config.distributed));
+  const LogFn log = dist.is_main() ? main_log : LogFn([](const std::string&) {});
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = config.run.threads > 0 ? config.run.threads : std::max(1, cores / dist.env().local_world_size);
   if (config.run.deterministic) {
     // One intra-op thread: reductions (matmul, softmax, sums) then run in one fixed order, so a run
     // and its resumed twin compute bit-identical numbers. Deterministic algorithms: warn-only, since
@@ -152,7 +165,10 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
   at::set_num_threads(threads);
   torch::manual_seed(config.run.seed);
 
-  const RunDir run = RunDir::create(config.run.out_dir, config.run.name);
+  const RunDir run = main_rank_first(dist, [&] { return RunDir::create(config.run.out_dir, config.run.name); });
+  if (dist.active())
+    log("data parallel: " + std::to_string(dist.world_size()) + " ranks (" + dist.env().launcher + "), " +
+        dist.backend() + ", " + std::to_string(threads) + " threads each");
   std::string resume_from;
   if (options.resume) {
     resume_from = latest_resumable_checkpoint(run);
@@ -161,24 +177,30 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
                   " (the run stopped before its first checkpoint.every steps: start it again with "
                   "`spade train --config " + run.config_path() + "`)");
   }
-  write_file_atomic(run.config_path(), to_yaml(config));
+  if (dist.is_main()) write_file_atomic(run.config_path(), to_yaml(config));
   log("run directory: " + run.root);
 
-  Corpus corpus = prepare_corpus(config, run, log);
+  Corpus corpus = main_rank_first(dist, [&] { return prepare_corpus(config, run, log); });
   const std::vector<SeedEnv> seeds = load_seed_envs(config.seed_envs.dir);
   log(fmt("seed environments: %.0f", seeds.size()) + " from " + config.seed_envs.dir);
-  OwnedPolicy policy = prepare_policy(config, run, corpus, seeds, log, resume_from);
+  OwnedPolicy policy =
+      main_rank_first(dist, [&] { return prepare_policy(config, run, corpus, seeds, log, resume_from); });
   envsandbox::EnvServer server(sandbox_options(config.sandbox));
 
-  if (config.warm_start.enabled && resume_from.empty()) {
+  // The cold start is time-boxed, so it runs on rank 0 alone; every rank then starts self-play from
+  // rank 0's weights (also after a resume: one source of truth for the replicas).
+  if (config.warm_start.enabled && resume_from.empty() && dist.is_main()) {
     WarmStartStats ws = run_warm_start(policy.ref(), server, seeds, corpus, config, log);
     log(fmt("warm start: %.0f steps in %.0f s, loss %.3f -> %.3f", ws.steps, ws.seconds, ws.first_loss,
             ws.last_loss));
   }
+  dist.broadcast_tensors(policy.model->parameters(), 0);
   std::string final_dir;
   if (!options.selfplay) {
-    final_dir = save_training_checkpoint(run, 0, policy.ref(), config.checkpoint.dtype);
+    final_dir = run.checkpoint_dir(0);
+    if (dist.is_main()) save_training_checkpoint(run, 0, policy.ref(), config.checkpoint.dtype);
     log("checkpoint: " + final_dir);
+    dist.barrier();
     return final_dir;
   }
 
@@ -187,15 +209,26 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
                                     .betas({config.optim.beta1, config.optim.beta2})
                                     .weight_decay(config.optim.weight_decay)
                                     .eps(config.optim.adam_eps));
-  SelfPlay selfplay(config, run, policy.ref(), server, corpus, seeds, optimizer, log);
+  // KL penalty (loss.kl_coef > 0): a frozen reference policy from disk, loaded only then.
+  policy::Transformer kl_reference{nullptr};
+  if (config.loss.kl_coef != 0.0) {
+    const std::string path = config.loss.kl_reference.empty() ? config.model.init_checkpoint : config.loss.kl_reference;
+    kl_reference = policy::load_checkpoint(path);
+    kl_reference->eval();
+    for (torch::Tensor& p : kl_reference->parameters()) p.requires_grad_(false);
+    log("kl reference: " + path + " (loss.kl_coef " + std::to_string(config.loss.kl_coef) + ", " +
+        config.loss.kl_type + ")");
+  }
+  SelfPlay selfplay(config, run, policy.ref(), server, corpus, seeds, optimizer, log, &dist, kl_reference);
   int64_t first = 0;
   if (!resume_from.empty()) {
     first = selfplay.resume(resume_from);
-    run.truncate_metrics(first);
+    if (dist.is_main()) run.truncate_metrics(first);
     log(fmt("resume: continuing at step %.0f", first) + " from " + resume_from);
   }
   const SelfPlaySummary s = selfplay.run(first);
   final_dir = run.checkpoint_dir(std::max<int64_t>(first, config.selfplay.steps));
+  dist.barrier();  // rank 0 has written the final checkpoint
 
   log("---- summary ----");
   log(fmt("steps: %.0f   self-play time: %.0f s   total wall time: %.0f s", s.steps, s.seconds,

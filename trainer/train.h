@@ -56,6 +56,14 @@ Config load_run_config(const std::string& run_dir, const std::vector<std::string
 /// run continues exactly where its newest checkpoint left off: with run.deterministic set, the
 /// metrics of the following steps equal those of an uninterrupted run (tests/trainer/test_resume.cpp).
 /// Throws spade::Error when resuming a run without a resumable checkpoint.
+///
+/// Data parallel: when the process was launched as one rank of several (torchrun, srun, `spade train
+/// --nproc N`; trainer/distributed.h reads the environment), the ranks join a process group
+/// (config distributed.*). Rank 0 prepares the corpus and tokenizer and runs the cold start; the
+/// others then load them from the run directory (which must be one shared directory, as on a
+/// cluster file system) and receive rank 0's weights. Self-play splits as selfplay_dp.h says. Only
+/// rank 0 logs through `log` and writes files; run.threads = 0 gives each rank cores / LOCAL_WORLD_SIZE
+/// intra-op threads. Every rank returns the final checkpoint directory.
 std::string run_train(const Config& config, const TrainOptions& options, const LogFn& log);
 
 }  // namespace spade::trainer

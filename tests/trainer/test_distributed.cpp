@@ -1,0 +1,363 @@
+// Data parallel (issue 5): the torchrun / SLURM environment, bucket planning, and the acceptance test
+// "a 2-rank Gloo run on CPU produces the same weights (within tolerance) as a 1-rank run with the same
+// global batch after 3 optimizer steps" (ranks are real processes: tests/trainer/dp_worker.cpp).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "trainer/distributed.h"
+#include "trainer/launch_local.h"
+
+extern char** environ;
+
+using namespace spade;
+using namespace spade::trainer;
+namespace fs = std::filesystem;
+
+namespace {
+
+EnvLookup lookup(const std::map<std::string, std::string>& vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+}
+
+// The error message parse_distributed_env throws for `vars` ("" when it does not throw).
+std::string env_error(const std::map<std::string, std::string>& vars) {
+  try {
+    parse_distributed_env(lookup(vars));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Starts `args` with this process's environment minus the launcher variables, plus `extra`.
+pid_t spawn_with_env(std::vector<std::string> args, const std::map<std::string, std::string>& extra,
+                     const std::string& log_path) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "LOCAL_WORLD_SIZE" ||
+        key == "MASTER_ADDR" || key == "MASTER_PORT" || key.rfind("SLURM_", 0) == 0 ||
+        key.rfind("TORCHELASTIC_", 0) == 0)
+      continue;
+    env.push_back(kv);
+  }
+  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
+  std::vector<char*> argv, envp;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? pid : -1;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Runs `world` ranks of the worker (world 1: no launcher variables at all); returns each rank's JSON.
+std::vector<nlohmann::json> run_workers(int world, const std::string& agg, int64_t bucket_bytes,
+                                        const fs::path& dir) {
+  fs::create_directories(dir);
+  const int port = free_local_port();
+  std::vector<pid_t> pids;
+  for (int r = 0; r < world; ++r) {
+    std::map<std::string, std::string> env;
+    if (world > 1)
+      env = {{"RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(world)}, {"LOCAL_RANK", std::to_string(r)},
+             {"LOCAL_WORLD_SIZE", std::to_string(world)}, {"MASTER_ADDR", "127.0.0.1"},
+             {"MASTER_PORT", std::to_string(port)}};
+    const std::string out = (dir / ("rank" + std::to_string(r) + ".json")).string();
+    fs::remove(out);
+    pids.push_back(spawn_with_env({SPADE_DP_WORKER, out, agg, std::to_string(bucket_bytes)}, env,
+                                  (dir / ("rank" + std::to_string(r) + ".log")).string()));
+    EXPECT_GT(pids.back(), 0);
+  }
+  std::vector<nlohmann::json> results;
+  for (int r = 0; r < world; ++r) {
+    const int rc = wait_exit(pids[r]);
+    const std::string log = read_file((dir / ("rank" + std::to_string(r) + ".log")).string());
+    EXPECT_EQ(rc, 0) << "rank " << r << " log:\n" << log;
+    if (rc != 0) return {};
+    results.push_back(nlohmann::json::parse(read_file((dir / ("rank" + std::to_string(r) + ".json")).string())));
+  }
+  return results;
+}
+
+double max_abs_diff(const nlohmann::json& a, const nlohmann::json& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    m = std::max(m, std::abs(a[i].get<double>() - b[i].get<double>()));
+  return m;
+}
+
+// The acceptance check for one aggregation mode.
+void expect_two_ranks_match_one(const std::string& agg) {
+  const fs::path dir = fs::path(SPADE_TEST_TMP) / ("dp_" + agg);
+  // 2-rank run with 4 KiB buckets (the 20k-parameter model then needs ~20 all-reduces), 1-rank run.
+  const std::vector<nlohmann::json> two = run_workers(2, agg, 4096, dir / "two");
+  const std::vector<nlohmann::json> one = run_workers(1, agg, 4096, dir / "one");
+  ASSERT_EQ(two.size(), 2u);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(two[0]["backend"], "gloo");
+  EXPECT_EQ(one[0]["backend"], "none");
+  EXPECT_EQ(one[0]["world_size"], 1);
+
+  // Rank 1 started from scrambled weights: after the broadcast both ranks hold rank 0's, which are
+  // the single process's (same fixture seed).
+  EXPECT_EQ(max_abs_diff(two[1]["initial"], two[0]["initial"]), 0.0);
+  EXPECT_EQ(max_abs_diff(two[0]["initial"], one[0]["initial"]), 0.0);
+  // Replicas stay bitwise equal: every rank applies the same all-reduced gradient (Gloo's ring
+  // all-reduce hands every rank the same sums) with the same optimizer state.
+  EXPECT_EQ(max_abs_diff(two[1]["params"], two[0]["params"]), 0.0);
+
+  // Whole-batch statistics on every rank equal the single process's: counts exactly, the loss and
+  // the (global, pre-clip) gradient norm up to float32 summation order.
+  for (int s = 0; s < 3; ++s) {
+    const nlohmann::json& a = two[0]["steps"][s];
+    const nlohmann::json& b = one[0]["steps"][s];
+    EXPECT_EQ(a["num_samples"], 12);
+    EXPECT_EQ(a["num_samples"], b["num_samples"]) << "step " << s;
+    EXPECT_EQ(a["num_tokens"], b["num_tokens"]) << "step " << s;
+    EXPECT_NEAR(a["pg_loss"].get<double>(), b["pg_loss"].get<double>(), 1e-5) << "step " << s;
+    EXPECT_NEAR(a["grad_norm"].get<double>(), b["grad_norm"].get<double>(),
+                1e-5 * b["grad_norm"].get<double>()) << "step " << s;
+    EXPECT_NEAR(a["tis_mean"].get<double>(), b["tis_mean"].get<double>(), 1e-5) << "step " << s;
+    EXPECT_EQ(two[1]["steps"][s]["pg_loss"], a["pg_loss"]) << "step " << s;
+  }
+  // The pre-clip norm exceeds the 0.5 cap at the first step, so the clip (global) is active.
+  EXPECT_GT(one[0]["steps"][0]["grad_norm"].get<double>(), 0.5);
+
+  // The weights after 3 steps. Tolerance 2e-5 (0.2% of one lr=1e-2 step): the two runs differ only in
+  // the order of float32 sums (per-micro-batch gradient accumulation, then a 2-way sum across ranks;
+  // relative error ~1e-7), which AdamW passes through as ~lr * 1e-7/|g| per step for |g| >> eps;
+  // a run with a per-rank normaliser or a per-rank clip moves weights by O(lr) differently.
+  const double diff = max_abs_diff(two[0]["params"], one[0]["params"]);
+  const double moved = max_abs_diff(one[0]["params"], one[0]["initial"]);
+  std::printf("[%s] max |w_2rank - w_1rank| = %.3g, max |w_1rank - w_0| = %.3g\n", agg.c_str(), diff, moved);
+  EXPECT_LE(diff, 2e-5);
+  EXPECT_GE(moved, 1e-2);  // the 3 steps did move the weights: ~lr per step
+}
+
+}  // namespace
+
+TEST(DistributedEnv, SingleProcessWithoutLauncherVariables) {
+  const DistributedEnv e = parse_distributed_env(lookup({}));
+  EXPECT_EQ(e.world_size, 1);
+  EXPECT_EQ(e.rank, 0);
+  EXPECT_EQ(e.launcher, "single");
+  const DistributedContext ctx(e);
+  EXPECT_FALSE(ctx.active());
+  EXPECT_EQ(ctx.backend(), "none");
+  EXPECT_EQ(ctx.all_reduce_sum({1.5, 2.0}), (std::vector<double>{1.5, 2.0}));  // identity at world 1
+  EXPECT_EQ(ctx.all_gather_strings("x"), std::vector<std::string>{"x"});
+}
+
+TEST(DistributedEnv, TorchrunVariables) {
+  const DistributedEnv e = parse_distributed_env(lookup({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"},
+                                                         {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "node7"},
+                                                         {"MASTER_PORT", "29511"}}));
+  EXPECT_EQ(e.launcher, "torchrun");
+  EXPECT_EQ(e.rank, 3);
+  EXPECT_EQ(e.world_size, 4);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_world_size, 2);
+  EXPECT_EQ(e.master_addr, "node7");
+  EXPECT_EQ(e.master_port, 29511);
+  EXPECT_FALSE(e.agent_store);
+  // torchrun's static rendezvous: its agent hosts the store; the key prefix is torch's own
+  // ("/worker/attempt_<restart count>", torch/distributed/rendezvous.py in python3-torch 1.13).
+  const DistributedEnv a = parse_distributed_env(
+      lookup({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"},
+              {"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"TORCHELASTIC_RESTART_COUNT", "2"}}));
+  EXPECT_TRUE(a.agent_store);
+  EXPECT_EQ(a.store_prefix, "/worker/attempt_2");
+}
+
+TEST(DistributedEnv, SlurmVariablesWhenRankIsAbsent) {
+  const DistributedEnv e = parse_distributed_env(lookup({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"},
+                                                         {"SLURM_LOCALID", "1"}, {"MASTER_ADDR", "n1"},
+                                                         {"MASTER_PORT", "29500"}}));
+  EXPECT_EQ(e.launcher, "slurm");
+  EXPECT_EQ(e.rank, 5);
+  EXPECT_EQ(e.world_size, 8);
+  EXPECT_EQ(e.local_rank, 1);
+  // RANK wins over SLURM_PROCID (torchrun inside an allocation).
+  EXPECT_EQ(parse_distributed_env(lookup({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"SLURM_PROCID", "5"},
+                                          {"SLURM_NTASKS", "8"}})).launcher, "torchrun");
+}
+
+TEST(DistributedEnv, BadEnvironmentNamesTheVariable) {
+  const std::map<std::string, std::string> ok = {
+      {"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}};
+  EXPECT_EQ(env_error(ok), "");
+  auto with = [&](const std::string& k, const std::string& v) {
+    auto m = ok;
+    m[k] = v;
+    return env_error(m);
+  };
+  auto without = [&](const std::string& k) {
+    auto m = ok;
+    m.erase(k);
+    return env_error(m);
+  };
+  EXPECT_NE(with("RANK", "2").find("RANK=2 is not below WORLD_SIZE=2"), std::string::npos) << with("RANK", "2");
+  EXPECT_NE(with("RANK", "x1").find("RANK='x1'"), std::string::npos);
+  EXPECT_NE(with("RANK", "-1").find("RANK='-1'"), std::string::npos);
+  EXPECT_NE(with("WORLD_SIZE", "0").find("WORLD_SIZE must be >= 1"), std::string::npos);
+  EXPECT_NE(without("MASTER_ADDR").find("MASTER_ADDR is not set"), std::string::npos) << without("MASTER_ADDR");
+  EXPECT_NE(without("MASTER_PORT").find("MASTER_PORT is not set"), std::string::npos);
+  EXPECT_NE(without("WORLD_SIZE").find("WORLD_SIZE is not set"), std::string::npos);
+  EXPECT_NE(with("MASTER_PORT", "70000").find("MASTER_PORT=70000"), std::string::npos);
+  auto local = ok;
+  local["LOCAL_RANK"] = "2";
+  local["LOCAL_WORLD_SIZE"] = "2";
+  EXPECT_NE(env_error(local).find("LOCAL_RANK=2 is not below LOCAL_WORLD_SIZE=2"), std::string::npos);
+  EXPECT_NE(env_error({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}}).find("SLURM_PROCID=4 is not below SLURM_NTASKS=4"),
+            std::string::npos);
+  EXPECT_NE(env_error({{"WORLD_SIZE", "2"}}).find("RANK is not set"), std::string::npos);
+  // World size 1 needs no rendezvous address.
+  EXPECT_EQ(env_error({{"RANK", "0"}, {"WORLD_SIZE", "1"}}), "");
+}
+
+TEST(DistributedEnv, RendezvousTimeoutNamesTheStore) {
+  // Rank 1 of 2 with nobody hosting the store: a clear error naming the address, after the timeout.
+  DistributedEnv e;
+  e.rank = 1;
+  e.world_size = 2;
+  e.master_addr = "127.0.0.1";
+  e.master_port = free_local_port();
+  DistributedOptions o;
+  o.timeout_s = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    DistributedContext ctx(e, o);
+    FAIL() << "joined a store nobody hosts";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("127.0.0.1:" + std::to_string(e.master_port)), std::string::npos)
+        << err.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+}
+
+TEST(DistributedBuckets, GroupByDtypeUpToTheByteCap) {
+  // Sizes in bytes: f32[10] = 40, f32[20] = 80, f64[5] = 40, f32[30] = 120, f64[100] = 800, f32[1] = 4.
+  std::vector<at::Tensor> t = {torch::zeros({10}), torch::zeros({4, 5}), torch::zeros({5}, torch::kDouble),
+                               torch::zeros({30}), torch::zeros({100}, torch::kDouble), torch::zeros({1})};
+  // Cap 128 bytes, by hand: f32 bucket {0,1} = 120 bytes; t3 (120) does not fit -> new f32 bucket {3};
+  // t5 (4) fits with t3 (124). f64 bucket {2} = 40; t4 (800) is larger than the cap -> alone {4}.
+  const auto b = plan_buckets(t, 128);
+  const std::vector<std::vector<size_t>> expected = {{0, 1}, {2}, {3, 5}, {4}};
+  EXPECT_EQ(b, expected);
+  EXPECT_THROW(plan_buckets(t, 0), Error);
+  EXPECT_EQ(owned_indices(5, 1, 2), (std::vector<size_t>{1, 3}));
+  EXPECT_EQ(owned_indices(5, 0, 2), (std::vector<size_t>{0, 2, 4}));
+  EXPECT_EQ(owned_indices(3, 0, 1), (std::vector<size_t>{0, 1, 2}));
+}
+
+TEST(DistributedGrpo, TwoRanksMatchOneRankSeqMeanTokenMean) { expect_two_ranks_match_one("seq_mean_token_mean"); }
+
+TEST(DistributedGrpo, TwoRanksMatchOneRankTokenMean) { expect_two_ranks_match_one("token_mean"); }
+
+// `spade train --nproc 2` end to end on the tiny config of test_train.cpp (issue 5): 2 self-play
+// steps where seed environments fill the designer's empty slots (a random model writes no valid
+// program), so each rank plays one of the 2 environments and trains on it. Only rank 0 logs and
+// writes: one metrics line per step, one TensorBoard file, one step line per step on stdout.
+TEST(DistributedTrain, TwoLocalRanksRunTwoSteps) {
+  const fs::path root = fs::path(SPADE_TEST_TMP) / "dp_train";
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const std::string corpus_src = fs::exists("/usr/lib/python3.11/json") ? "/usr/lib/python3.11/json"
+                                                                         : std::string(SPADE_SOURCE_DIR) + "/data";
+  const std::string yaml =
+      "run: {name: t, out_dir: " + root.string() + ", seed: 5, threads: 1}\n"
+      "corpus: {build_from: [" + corpus_src + "], max_words: 40, min_words: 5}\n"
+      "tokenizer: {vocab_size: 500}\n"
+      "model: {hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, "
+      "num_key_value_heads: 1}\n"
+      "seed_envs: {dir: " + std::string(SPADE_SOURCE_DIR) + "/data/seed_envs}\n"
+      "warm_start: {max_steps: 2, batch_tokens: 1024, demos_per_env: 1}\n"
+      "selfplay: {steps: 2, k: 1, envs_per_regen: 2, skills_per_regen: 2, plays_per_env: 2, hint_plays: 1,\n"
+      "           max_attempts: 1, max_turns: 2, context_tokens: 1536, hint_max_tokens: 8, fill_with_seeds: true,\n"
+      "           designer: {max_new_tokens: 24}, agent: {max_new_tokens: 6}}\n"
+      "optim: {lr: 0.001}\n"
+      "checkpoint: {every: 1, keep_last: 1}\n"
+      "distributed: {timeout_s: 300}\n";
+  write_file_atomic((root / "tiny.yaml").string(), yaml);
+  const std::string log_path = (root / "out.log").string();
+  const pid_t pid = spawn_with_env({SPADE_BIN, "train", "--nproc", "2", "--config", (root / "tiny.yaml").string()},
+                                   {}, log_path);
+  ASSERT_GT(pid, 0);
+  const int rc = wait_exit(pid);
+  const std::string log = read_file(log_path);
+  ASSERT_EQ(rc, 0) << log;
+
+  const fs::path run = root / "t";
+  // metrics.jsonl: exactly one line per step (two writers would double them); the batch holds both
+  // environments' plays (gathered from both ranks) and the update trained tokens.
+  std::ifstream in(run / "metrics.jsonl");
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["step"], n);
+    EXPECT_EQ(j["envs/live"], 2) << line;
+    EXPECT_EQ(j["batch/agent_samples"], 4) << line;  // 2 environments x 2 plays, from 2 ranks
+    EXPECT_GT(j["train/tokens"].get<double>(), 0) << line;
+    ++n;
+  }
+  EXPECT_EQ(n, 2);
+  int events = 0;
+  for (auto& e : fs::directory_iterator(run / "tb")) events += e.is_regular_file();
+  EXPECT_EQ(events, 1);
+  EXPECT_TRUE(fs::exists(run / "checkpoints" / "step_000002" / "config.json"));
+  // stdout: rank 0's lines only, once each.
+  auto count = [&](const std::string& needle) {
+    int c = 0;
+    for (size_t p = log.find(needle); p != std::string::npos; p = log.find(needle, p + 1)) ++c;
+    return c;
+  };
+  EXPECT_EQ(count("data parallel: 2 ranks (torchrun), gloo"), 1) << log;
+  EXPECT_EQ(count("step   1/2"), 1) << log;
+  EXPECT_EQ(count("step   2/2"), 1) << log;
+  EXPECT_EQ(count("final checkpoint"), 1) << log;
+}
+
+// A rank that fails fails the launch: a config error makes both ranks exit 1, and so does --nproc.
+TEST(DistributedTrain, FailingRanksFailTheLaunch) {
+  const fs::path root = fs::path(SPADE_TEST_TMP) / "dp_train_fail";
+  fs::create_directories(root);
+  const std::string log_path = (root / "out.log").string();
+  fs::remove(log_path);
+  const pid_t pid = spawn_with_env(
+      {SPADE_BIN, "train", "--nproc", "2", "--config", (root / "missing.yaml").string()}, {}, log_path);
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(wait_exit(pid), 1) << read_file(log_path);
+  EXPECT_NE(read_file(log_path).find("spade train --nproc: rank"), std::string::npos) << read_file(log_path);
+}
