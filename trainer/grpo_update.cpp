@@ -1,10 +1,13 @@
 #include "trainer/grpo_update.h"
 
+#include "trainer/chunked_logprobs.h"
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
 
 #include "common/error.h"
+#include "trainer/chunked_logprobs.h"
 
 namespace spade::trainer {
 
@@ -69,10 +72,20 @@ std::vector<PackedBatch> pack_micro_batches(const std::vector<const rollout::Sam
 
 std::pair<torch::Tensor, torch::Tensor> sequence_logprobs(policy::Transformer& model,
                                                           const PackedBatch& batch, bool with_entropy,
-                                                          bool entropy_grad) {
+                                                          bool entropy_grad, int64_t chunk_rows) {
   torch::Tensor hidden = model->forward(batch.input_ids, batch.positions);
+  const int64_t B = hidden.size(0), T = hidden.size(1);
+  if (chunk_rows > 0 && !(with_entropy && entropy_grad)) {
+    // Chunked through the output projection (trainer/chunked_logprobs.h): no [B*T, V] logits.
+    torch::Tensor entropy;
+    torch::Tensor logp = chunked_token_logprobs(hidden.reshape({B * T, hidden.size(2)}), lm_head_weight(model),
+                                                batch.targets.reshape({B * T}),
+                                                batch.temperature.view({B, 1}).expand({B, T}).reshape({B * T}),
+                                                chunk_rows, with_entropy ? &entropy : nullptr);
+    return {logp.view({B, T}), with_entropy ? entropy.view({B, T}) : torch::Tensor()};
+  }
   torch::Tensor logits = model->lm_head(hidden);  // [B,T,V] float32
-  const int64_t B = logits.size(0), T = logits.size(1), V = logits.size(2);
+  const int64_t V = logits.size(2);
   // One temperature for the whole micro-batch (the usual case) is passed to policy::token_logprobs,
   // the sampler's own definition. Mixed temperatures divide each row first: the same elementwise
   // division, so the values are identical either way.
@@ -128,13 +141,13 @@ UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& opt
          diff_tokens = 0, tokens = 0;
   for (const PackedBatch& b : batches) {
     auto [logp, entropy] = sequence_logprobs(model, b, /*with_entropy=*/true,
-                                             /*entropy_grad=*/loss.entropy_coef != 0.0);
+                                             /*entropy_grad=*/loss.entropy_coef != 0.0, options.logprob_chunk_rows);
     torch::Tensor old_logp = logp.detach();
     torch::Tensor ref_logp;  // undefined unless the loss has a KL penalty
     if (with_kl) {
       torch::NoGradGuard no_grad;
       policy::Transformer reference = options.reference;  // a handle to the same frozen module
-      ref_logp = sequence_logprobs(reference, b, /*with_entropy=*/false).first;
+      ref_logp = sequence_logprobs(reference, b, /*with_entropy=*/false, false, options.logprob_chunk_rows).first;
     }
     PolicyLossTerms terms = compute_policy_loss(logp, old_logp, b.rollout_logp, b.advantages,
                                                 b.loss_mask, normaliser, loss, entropy, ref_logp);

@@ -17,7 +17,7 @@ struct UpdateOptions {
   PolicyLossConfig loss;
   int micro_batch_tokens = 8192;  // padded tokens per micro-batch
   double grad_clip = 1.0;         // max global grad norm; <= 0 disables
-  int logprob_chunk_rows = 2048;  // token rows per lm_head chunk (sequence_logprobs); <= 0: no chunking
+  int logprob_chunk_rows = 2048;  // token rows per lm_head chunk (sequence_logprobs, chunked_logprobs.h); <= 0: whole
   // Frozen reference policy for the KL penalty (loss.kl_coef != 0; required then): its logprobs are
   // computed per micro-batch under no_grad, at each sample's temperature like the policy's.
   policy::Transformer reference{nullptr};
@@ -73,9 +73,12 @@ std::vector<PackedBatch> pack_micro_batches(const std::vector<const rollout::Sam
 
 /// Per-token logprobs and entropies of `batch.targets` under `model` ([B,T] float32 each),
 /// with logits divided by each row's temperature (policy::token_logprobs definition). The entropy
-/// (undefined unless with_entropy) carries gradients only when entropy_grad is set.
+/// (undefined unless with_entropy) carries gradients only when entropy_grad is set. chunk_rows > 0:
+/// the output projection runs chunk_rows token rows at a time (trainer/chunked_logprobs.h), so the
+/// [B*T, V] logits never exist at once; not with a differentiable entropy (entropy_grad), which takes
+/// the whole-logits path.
 std::pair<torch::Tensor, torch::Tensor> sequence_logprobs(policy::Transformer& model,
                                                           const PackedBatch& batch, bool with_entropy,
-                                                          bool entropy_grad = false);
+                                                          bool entropy_grad = false, int64_t chunk_rows = 0);
 
 }  // namespace spade::trainer

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "tests/testing/tiny_policy.h"
+#include "trainer/chunked_logprobs.h"
 #include "trainer/grpo_update.h"
 
 using namespace spade;
@@ -52,7 +53,7 @@ std::vector<torch::Tensor> grads_after_update(const std::vector<rollout::Sample>
   for (auto& b : batches) masks.push_back(b.loss_mask);
   const double norm = global_normaliser(o.loss.agg_mode, masks);
   for (auto& b : batches) {
-    auto [logp, ent] = sequence_logprobs(p.model, b, entropy_coef != 0.0, chunk_rows);
+    auto [logp, ent] = sequence_logprobs(p.model, b, entropy_coef != 0.0, /*entropy_grad=*/entropy_coef != 0.0, chunk_rows);
     if (logps) logps->push_back(logp.detach().clone());
     compute_policy_loss(logp, logp.detach(), b.rollout_logp, b.advantages, b.loss_mask, norm, o.loss, ent)
         .loss.backward();
@@ -123,4 +124,33 @@ TEST(GrpoUpdate, ChunkedLogprobsMatchUnchunked) {
     EXPECT_TRUE(torch::allclose(whole[i], chunked[i], 1e-5, 1e-7))
         << "parameter " << i << " max |diff| " << (whole[i] - chunked[i]).abs().max().item<double>() << " max |g| "
         << whole[i].abs().max().item<double>() << " ratio " << (chunked[i].sum() / whole[i].sum()).item<double>();
+}
+
+// chunked_token_logprobs against the whole-logits autograd computation it replaces (the reference:
+// log_softmax(h W^T / tau) gathered at the targets, differentiated by LibTorch's own autograd), with
+// per-row temperatures, an untied weight, 13 rows in chunks of 4 (a ragged last chunk) and a loss
+// with arbitrary per-token weights.
+TEST(ChunkedLogprobs, MatchWholeLogitsValuesAndGradients) {
+  torch::manual_seed(3);
+  const int64_t N = 13, H = 8, V = 50;
+  torch::Tensor h0 = torch::randn({N, H}), w0 = torch::randn({V, H}) * 0.5;
+  torch::Tensor targets = torch::randint(0, V, {N}, torch::kLong);
+  torch::Tensor tau = torch::linspace(0.5, 1.5, N);
+  torch::Tensor c = torch::randn({N});
+
+  torch::Tensor h1 = h0.clone().requires_grad_(true), w1 = w0.clone().requires_grad_(true);
+  torch::Tensor lp_all = torch::log_softmax(torch::matmul(h1, w1.t()) / tau.unsqueeze(1), -1);
+  torch::Tensor logp1 = lp_all.gather(-1, targets.unsqueeze(1)).squeeze(1);
+  torch::Tensor ent1 = -(lp_all.exp() * lp_all).sum(-1);
+  (logp1 * c).sum().backward();
+
+  torch::Tensor h2 = h0.clone().requires_grad_(true), w2 = w0.clone().requires_grad_(true), ent2;
+  torch::Tensor logp2 = chunked_token_logprobs(h2, w2, targets, tau, 4, &ent2);
+  (logp2 * c).sum().backward();
+
+  EXPECT_TRUE(torch::allclose(logp1, logp2, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(ent1.detach(), ent2, 1e-5, 1e-6));
+  EXPECT_FALSE(ent2.requires_grad());
+  EXPECT_TRUE(torch::allclose(h1.grad(), h2.grad(), 1e-5, 1e-6)) << (h1.grad() - h2.grad()).abs().max().item<double>();
+  EXPECT_TRUE(torch::allclose(w1.grad(), w2.grad(), 1e-5, 1e-6)) << (w1.grad() - w2.grad()).abs().max().item<double>();
 }
