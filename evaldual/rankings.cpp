@@ -111,6 +111,10 @@ Rankings compute_rankings(const std::vector<MatchRecord>& matches, const Ranking
   std::vector<int> bt_rank = rank_by_score(fit.scores, ids);
   std::vector<double> elo = elo_ratings(n, comps, options.elo);
   std::vector<int> elo_rank = rank_by_score(elo, ids);
+  std::vector<TrueSkillRating> ts = trueskill_ratings(n, comps, options.trueskill);
+  std::vector<double> ts_score(n);
+  for (int i = 0; i < n; ++i) ts_score[i] = ts[i].conservative();
+  std::vector<int> ts_rank = rank_by_score(ts_score, ids);
 
   BootstrapOptions bo;
   bo.samples = out.bootstrap_samples;
@@ -155,6 +159,7 @@ Rankings compute_rankings(const std::vector<MatchRecord>& matches, const Ranking
     r.rank = bt_rank[i];
     r.bradley_terry = {fit.scores[i], bt_rank[i], std::nullopt};
     r.elo = {elo[i], elo_rank[i], std::nullopt};
+    r.trueskill = TrueSkillValue{ts[i].mu, ts[i].sigma, ts_score[i], ts_rank[i]};
     if (boot.samples > 0) {
       r.bradley_terry.ci = std::make_pair(boot.score_low[i], boot.score_high[i]);
       r.elo.ci = std::make_pair(boot.elo_low[i], boot.elo_high[i]);
@@ -196,6 +201,11 @@ json rankings_to_json(const Rankings& r) {
                 {"losses", e.losses},
                 {"bradley_terry", rated_json(e.bradley_terry, "score")},
                 {"elo", rated_json(e.elo, "rating")},
+                {"trueskill", e.trueskill ? json{{"mu", e.trueskill->mu},
+                                                 {"sigma", e.trueskill->sigma},
+                                                 {"score", e.trueskill->score},
+                                                 {"rank", e.trueskill->rank}}
+                                          : json(nullptr)},
                 {"red_elo", opt_json(e.red_elo)},
                 {"blue_elo", opt_json(e.blue_elo)},
                 {"contested_bt", e.contested_bt ? rated_json(*e.contested_bt, "score") : json(nullptr)},
@@ -248,6 +258,11 @@ Rankings rankings_from_json(const json& j, const std::string& source) {
       e.losses = row.value("losses", 0);
       e.bradley_terry = rated_from(row.at("bradley_terry"), "score");
       e.elo = rated_from(row.at("elo"), "rating");
+      if (row.contains("trueskill") && !row["trueskill"].is_null()) {
+        const json& t = row["trueskill"];
+        e.trueskill = TrueSkillValue{t.at("mu").get<double>(), t.at("sigma").get<double>(),
+                                     t.at("score").get<double>(), t.at("rank").get<int>()};
+      }
       if (row.contains("red_elo") && !row["red_elo"].is_null()) e.red_elo = row["red_elo"].get<double>();
       if (row.contains("blue_elo") && !row["blue_elo"].is_null()) e.blue_elo = row["blue_elo"].get<double>();
       if (row.contains("contested_bt") && !row["contested_bt"].is_null()) {

@@ -7,6 +7,7 @@
 //   - bradley_terry: MM fit on all matches (bradley_terry.h), bootstrap CI (bootstrap.h); the table's
 //     rank is the BT rank (paper Table 1 is sorted by BT log-strength);
 //   - elo: replayed in match-time order (elo.h, match_time_order()), CI from the same bootstrap draws;
+//   - trueskill: replayed in the same match-time order (trueskill.h); rank by mu - 3 sigma, ties by id;
 //   - bootstrap_median_rank, rank_interval, rank_histogram: from the match bootstrap;
 //   - when any match carries turns: contested_bt, a BT fit on contested turns only (each a comparison
 //     Red vs Blue, the turn's winner scoring 1; paper Appendix N "turn-level BT refit") with its own
@@ -20,6 +21,8 @@
 //                  "matches_played", "wins" +, "draws" +, "losses" +,
 //                  "bradley_terry": {"score", "rank", "ci": [lo, hi] | null},
 //                  "elo": {"rating", "rank", "ci": [lo, hi] | null},
+//                  "trueskill": {"mu", "sigma", "score" (mu - 3 sigma), "rank"} | null (null only in
+//                               documents written before the field existed),
 //                  "red_elo" + | null, "blue_elo" + | null,
 //                  "contested_bt": {"score", "rank", "ci"} | null,
 //                  "bootstrap_median_rank" | null, "rank_interval": [lo, hi] | null,
@@ -41,6 +44,7 @@
 #include "evaldual/bootstrap.h"
 #include "evaldual/bradley_terry.h"
 #include "evaldual/elo.h"
+#include "evaldual/trueskill.h"
 #include "evaldual/match_record.h"
 #include "evaldual/participant.h"
 
@@ -58,6 +62,7 @@ struct RankingOptions {
   uint64_t seed = 42;
   BtOptions bt;
   EloOptions elo;
+  TrueSkillOptions trueskill;
 };
 
 /// A rating with its rank and optional 95% bootstrap interval.
@@ -65,6 +70,14 @@ struct RatedValue {
   double value = 0;   // BT log-strength, or Elo rating
   int rank = 0;       // 1-based, ties by id
   std::optional<std::pair<double, double>> ci;
+};
+
+/// A TrueSkill rating with its rank (trueskill.h).
+struct TrueSkillValue {
+  double mu = 25.0;
+  double sigma = 25.0 / 3.0;
+  double score = 0;  // mu - 3 sigma, the ranking key
+  int rank = 0;      // 1-based by score descending, ties by id
 };
 
 /// One row of the leaderboard.
@@ -75,6 +88,7 @@ struct RankingEntry {
   int matches_played = 0, wins = 0, draws = 0, losses = 0;
   RatedValue bradley_terry;
   RatedValue elo;
+  std::optional<TrueSkillValue> trueskill;  // always set by compute_rankings()
   std::optional<double> red_elo, blue_elo;
   std::optional<RatedValue> contested_bt;
   std::optional<double> bootstrap_median_rank;

@@ -16,6 +16,12 @@ std::string ci_text(const std::optional<std::pair<double, double>>& ci, const st
   return "[" + fmt("%+.2f", ci->first) + ", " + fmt("%+.2f", ci->second) + "]";
 }
 
+// "mu<sep>sigma" with one decimal each (report.h), or `missing`.
+std::string trueskill_text(const RankingEntry& e, const std::string& sep, const std::string& missing) {
+  if (!e.trueskill) return missing;
+  return fmt("%.1f", e.trueskill->mu) + sep + fmt("%.1f", e.trueskill->sigma);
+}
+
 std::string wdl(const RankingEntry& e) {
   return std::to_string(e.wins) + "-" + std::to_string(e.draws) + "-" + std::to_string(e.losses);
 }
@@ -52,12 +58,12 @@ std::string rankings_markdown(const Rankings& r) {
   const std::string dash = "\xE2\x80\x93";  // en dash
   std::string out;
   if (!r.tournament_id.empty()) out += "## " + markdown_escape(r.tournament_id) + "\n\n";
-  out += "| Rank | Model | BT score | 95% CI | Elo | W-D-L | Median rank |\n";
-  out += "|---:|---|---:|---|---:|---|---:|\n";
+  out += "| Rank | Model | BT score | 95% CI | Elo | TrueSkill | W-D-L | Median rank |\n";
+  out += "|---:|---|---:|---|---:|---:|---|---:|\n";
   for (const RankingEntry& e : r.rankings) {
     out += "| " + std::to_string(e.rank) + " | " + markdown_escape(e.participant.id()) + " | " +
            fmt("%+.2f", e.bradley_terry.value) + " | " + ci_text(e.bradley_terry.ci, dash) + " | " +
-           fmt("%.0f", e.elo.value) + " | " + wdl(e) + " | " +
+           fmt("%.0f", e.elo.value) + " | " + trueskill_text(e, " \xC2\xB1 ", dash) + " | " + wdl(e) + " | " +
            (e.bootstrap_median_rank ? fmt("%.1f", *e.bootstrap_median_rank) : dash) + " |\n";
   }
   out += "\n" + std::to_string(r.matches.size()) + " matches; " + std::to_string(r.bootstrap_samples) +
@@ -76,13 +82,14 @@ std::string rankings_markdown(const Rankings& r) {
 }
 
 std::string rankings_latex(const Rankings& r) {
-  std::string out = "\\begin{table}[t]\n\\centering\n\\begin{tabular}{rlrlrlr}\n\\toprule\n";
-  out += "Rank & Model & BT score & 95\\% CI & Elo & W-D-L & Median rank \\\\\n\\midrule\n";
+  std::string out = "\\begin{table}[t]\n\\centering\n\\begin{tabular}{rlrlrrlr}\n\\toprule\n";
+  out += "Rank & Model & BT score & 95\\% CI & Elo & TrueSkill & W-D-L & Median rank \\\\\n\\midrule\n";
   for (const RankingEntry& e : r.rankings) {
     out += std::to_string(e.rank) + " & " + latex_escape(e.participant.id()) + " & $" +
            fmt("%+.2f", e.bradley_terry.value) + "$ & " +
            (e.bradley_terry.ci ? "$" + ci_text(e.bradley_terry.ci, "") + "$" : std::string("--")) + " & " +
-           fmt("%.0f", e.elo.value) + " & " + wdl(e) + " & " +
+           fmt("%.0f", e.elo.value) + " & " +
+           (e.trueskill ? "$" + trueskill_text(e, " \\pm ", "") + "$" : std::string("--")) + " & " + wdl(e) + " & " +
            (e.bootstrap_median_rank ? fmt("%.1f", *e.bootstrap_median_rank) : std::string("--")) + " \\\\\n";
   }
   out += "\\bottomrule\n\\end{tabular}\n\\caption{SWE-Duel leaderboard";

@@ -1,10 +1,12 @@
 // Leaderboard reports for papers and READMEs: the rankings (rankings.h) rendered as a Markdown table
 // or a LaTeX booktabs table, in the layout of the SWE-Duel paper's Table 1 (rank, model, BT score with
-// its 95% bootstrap CI, Elo, W-D-L, bootstrap median rank), followed by the head-to-head results.
+// its 95% bootstrap CI, Elo, W-D-L, bootstrap median rank) plus a TrueSkill column (reference §6
+// "Elo / Red-Elo / Blue-Elo / TrueSkill / BT tables"), followed by the head-to-head results.
 // Used by `spade duel report`. Pure functions; thread-safe.
 //
 // Number formats: BT log-strengths with 2 decimals and an explicit sign ("+0.53"), CIs as
-// "[-0.10, +1.20]", Elo rounded to an integer, the median rank with 1 decimal; a missing value is "–"
+// "[-0.10, +1.20]", Elo rounded to an integer, TrueSkill as mu and sigma with 1 decimal ("27.1 ± 6.2";
+// LaTeX "$27.1 \pm 6.2$"), the median rank with 1 decimal; a missing value is "–"
 // (Markdown) or "--" (LaTeX). Names are escaped for the target format (Markdown: | and \ ; LaTeX:
 // \ { } $ & # ^ _ % ~).
 #pragma once

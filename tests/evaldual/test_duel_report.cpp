@@ -1,5 +1,6 @@
 // Leaderboard reports (evaldual/report.h). The expected documents are written out by hand from the
-// formats documented in report.h, for a two-participant leaderboard filled in directly.
+// formats documented in report.h, for a two-participant leaderboard filled in directly (the first
+// with a TrueSkill rating, 27.14 +- 6.24 -> "27.1 ± 6.2"; the second without one -> the missing mark).
 #include <gtest/gtest.h>
 
 #include "evaldual/report.h"
@@ -21,6 +22,7 @@ Rankings two_models() {
   a.losses = 0;
   a.bradley_terry = {0.5349, 1, std::make_pair(-0.104, 1.2)};
   a.elo = {1512.6, 1, std::nullopt};
+  a.trueskill = TrueSkillValue{27.14, 6.24, 27.14 - 3 * 6.24, 1};
   a.bootstrap_median_rank = 1.0;
   RankingEntry b;
   b.rank = 2;
@@ -40,10 +42,10 @@ Rankings two_models() {
 TEST(DuelReport, MarkdownTable) {
   const std::string expected =
       "## demo_1\n\n"
-      "| Rank | Model | BT score | 95% CI | Elo | W-D-L | Median rank |\n"
-      "|---:|---|---:|---|---:|---|---:|\n"
-      "| 1 | gpt-x#mini-swe-agent | +0.53 | [-0.10, +1.20] | 1513 | 2-1-0 | 1.0 |\n"
-      "| 2 | small_model | -0.53 | \xE2\x80\x93 | 1487 | 0-1-2 | \xE2\x80\x93 |\n"
+      "| Rank | Model | BT score | 95% CI | Elo | TrueSkill | W-D-L | Median rank |\n"
+      "|---:|---|---:|---|---:|---:|---|---:|\n"
+      "| 1 | gpt-x#mini-swe-agent | +0.53 | [-0.10, +1.20] | 1513 | 27.1 \xC2\xB1 6.2 | 2-1-0 | 1.0 |\n"
+      "| 2 | small_model | -0.53 | \xE2\x80\x93 | 1487 | \xE2\x80\x93 | 0-1-2 | \xE2\x80\x93 |\n"
       "\n3 matches; 1000 bootstrap samples (seed 42).\n"
       "\n| A | B | A wins | B wins | Draws |\n|---|---|---:|---:|---:|\n"
       "| gpt-x#mini-swe-agent | small_model | 2 | 0 | 1 |\n";
@@ -52,10 +54,10 @@ TEST(DuelReport, MarkdownTable) {
 
 TEST(DuelReport, LatexTableEscapesNames) {
   const std::string expected =
-      "\\begin{table}[t]\n\\centering\n\\begin{tabular}{rlrlrlr}\n\\toprule\n"
-      "Rank & Model & BT score & 95\\% CI & Elo & W-D-L & Median rank \\\\\n\\midrule\n"
-      "1 & gpt-x\\#mini-swe-agent & $+0.53$ & $[-0.10, +1.20]$ & 1513 & 2-1-0 & 1.0 \\\\\n"
-      "2 & small\\_model & $-0.53$ & -- & 1487 & 0-1-2 & -- \\\\\n"
+      "\\begin{table}[t]\n\\centering\n\\begin{tabular}{rlrlrrlr}\n\\toprule\n"
+      "Rank & Model & BT score & 95\\% CI & Elo & TrueSkill & W-D-L & Median rank \\\\\n\\midrule\n"
+      "1 & gpt-x\\#mini-swe-agent & $+0.53$ & $[-0.10, +1.20]$ & 1513 & $27.1 \\pm 6.2$ & 2-1-0 & 1.0 \\\\\n"
+      "2 & small\\_model & $-0.53$ & -- & 1487 & -- & 0-1-2 & -- \\\\\n"
       "\\bottomrule\n\\end{tabular}\n"
       "\\caption{SWE-Duel leaderboard (demo\\_1): Bradley-Terry log-strengths with 95\\% bootstrap intervals "
       "over 3 matches (1000 samples).}\n\\end{table}\n";

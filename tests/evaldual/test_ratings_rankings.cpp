@@ -145,11 +145,23 @@ TEST(Rankings, PiecesAgreeWithTheRatingFunctions) {
   c.add(2, 1, 1.0);
   BtFit fit = fit_bradley_terry(c);
   std::vector<double> elo = elo_ratings(4, {{0, 1, 1.0}, {1, 2, 0.5}, {2, 0, 0.0}, {2, 1, 1.0}});
+  // TrueSkill in the same order; tests/evaldual/reference/trueskill_ref.py ("rk" lines) gives
+  // (mu, sigma, mu - 3 sigma): A (31.734646543665043, 6.367741785560829, 12.631421186982557),
+  // B (18.994113458822113, 5.162690447433434, 3.5060421165218116),
+  // C (24.168611945799167, 5.049846949102018, 9.019071098493114), D (25, 8.333..., 0): ranks A C B D.
+  const double ts_mu[4] = {31.734646543665043, 18.994113458822113, 24.168611945799167, 25.0};
+  const double ts_sigma[4] = {6.367741785560829, 5.162690447433434, 5.049846949102018, 25.0 / 3.0};
+  const int ts_rank[4] = {1, 3, 2, 4};
   for (const RankingEntry& e : r.rankings) {
     std::string id = e.participant.id();
     int i = id == "A#mini" ? 0 : id == "B#mini" ? 1 : id == "C" ? 2 : 3;
     EXPECT_DOUBLE_EQ(e.bradley_terry.value, fit.scores[i]) << id;
     EXPECT_DOUBLE_EQ(e.elo.value, elo[i]) << id;
+    ASSERT_TRUE(e.trueskill) << id;
+    EXPECT_NEAR(e.trueskill->mu, ts_mu[i], 1e-9) << id;
+    EXPECT_NEAR(e.trueskill->sigma, ts_sigma[i], 1e-9) << id;
+    EXPECT_NEAR(e.trueskill->score, ts_mu[i] - 3 * ts_sigma[i], 1e-9) << id;
+    EXPECT_EQ(e.trueskill->rank, ts_rank[i]) << id;
     EXPECT_EQ(e.rank, e.bradley_terry.rank);
     ASSERT_TRUE(e.bradley_terry.ci);
     ASSERT_TRUE(e.rank_interval);
@@ -217,13 +229,15 @@ TEST(Rankings, JsonRoundTripWithTheReferenceFieldNames) {
   }
   const json& row = j["rankings"][0];
   for (const char* k : {"rank", "model", "harness", "effort", "provider", "points", "matches_played", "bradley_terry",
-                        "elo", "contested_bt", "bootstrap_median_rank", "rank_interval", "rank_histogram"}) {
+                        "elo", "trueskill", "contested_bt", "bootstrap_median_rank", "rank_interval",
+                        "rank_histogram"}) {
     EXPECT_TRUE(row.contains(k)) << k;
   }
   EXPECT_TRUE(row["bradley_terry"].contains("score"));
   EXPECT_TRUE(row["bradley_terry"].contains("rank"));
   EXPECT_EQ(row["bradley_terry"]["ci"].size(), 2u);
   EXPECT_TRUE(row["elo"].contains("rating"));
+  for (const char* k : {"mu", "sigma", "score", "rank"}) EXPECT_TRUE(row["trueskill"].contains(k)) << k;
 
   // Through text and back: identical JSON.
   std::string dir = spade::evaldual::testing::fresh_dir("rankings");
@@ -247,6 +261,12 @@ TEST(Rankings, NoBootstrapNoTurns) {
   EXPECT_TRUE(j["rankings"][0]["bradley_terry"]["ci"].is_null());
   EXPECT_TRUE(j["rankings"][0]["contested_bt"].is_null());
   EXPECT_TRUE(j["rankings"][0]["rank_interval"].is_null());
+  // One win from the prior: the `trueskill` package docs' rate_1vs1 example (29.396 / 7.171).
+  EXPECT_EQ(j["rankings"][0]["participant"], "A");
+  EXPECT_NEAR(j["rankings"][0]["trueskill"]["mu"].get<double>(), 29.396, 1e-3);
+  EXPECT_NEAR(j["rankings"][0]["trueskill"]["sigma"].get<double>(), 7.171, 1e-3);
+  EXPECT_EQ(j["rankings"][0]["trueskill"]["rank"], 1);
+  EXPECT_NEAR(j["rankings"][1]["trueskill"]["mu"].get<double>(), 20.604, 1e-3);
   EXPECT_EQ(rankings_to_json(rankings_from_json(j, "r")), j);
   Rankings empty = compute_rankings({}, o);
   EXPECT_TRUE(empty.rankings.empty());
