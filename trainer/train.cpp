@@ -88,8 +88,12 @@ OwnedPolicy prepare_policy(const Config& config, const RunDir& run, const Corpus
                            const std::string& resume_checkpoint) {
   OwnedPolicy p;
   std::string tok_path = config.tokenizer.path;
-  if (tok_path.empty() && !config.model.init_checkpoint.empty())
-    tok_path = config.model.init_checkpoint + "/tokenizer.model";
+  if (tok_path.empty() && !config.model.init_checkpoint.empty()) {
+    tok_path = policy::Tokenizer::file_in_dir(config.model.init_checkpoint);  // tokenizer.json, else .model
+    if (tok_path.empty())
+      throw Error("model.init_checkpoint " + config.model.init_checkpoint +
+                  " has neither tokenizer.json nor tokenizer.model; set tokenizer.path");
+  }
   if (tok_path.empty()) {
     tok_path = run.tokenizer_prefix() + ".model";
     if (!fs::exists(tok_path)) {
