@@ -27,6 +27,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "evaldual/adapters.h"
+#include "evaldual/diff.h"
 #include "evaldual/duel_match.h"
 #include "evaldual/model_agent.h"
 #include "evaldual/protocol.h"
@@ -138,6 +139,35 @@ bool tool_ok(const ev::WorkspaceSandbox& sb, const std::string& command) {
   }
 }
 
+
+// doctor's scoring-path check on a fixture written on the spot: a one-function Python package whose
+// test fails, scored in the workspace sandbox with the pytest adapter, then a unified diff (the form a
+// Blue fix arrives in) applied with apply_patch() and the suite scored again. Prints one line; returns
+// whether the verdicts were "1 failed" and then "1 passed".
+bool scoring_path_ok(const std::string& dir) {
+  try {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir + "/calc");
+    write_file_atomic(dir + "/calc/__init__.py", "def add(a, b):\n    return a - b\n");
+    write_file_atomic(dir + "/test_calc.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n");
+    ev::WorkspaceSandbox sb(dir);
+    const std::string cmd = "python3 -m pytest -q -p no:cacheprovider";
+    ev::CommandResult before_run = sb.run(cmd);
+    ev::TestOutcome before = ev::parse_test_output("pytest", before_run.output, before_run.rc);
+    ev::apply_patch(dir, "--- a/calc/__init__.py\n+++ b/calc/__init__.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
+                         "-    return a - b\n+    return a + b\n");
+    ev::CommandResult after_run = sb.run(cmd);
+    ev::TestOutcome after = ev::parse_test_output("pytest", after_run.output, after_run.rc);
+    bool ok = !before.ok && before.failed == 1 && after.ok && after.passed == 1;
+    std::printf("scoring path (fixture, sandboxed pytest, patch applied): %s (before: %s; after: %d passed)\n",
+                ok ? "ok" : "FAILED", before.ok ? "passed?!" : before.reason.c_str(), after.passed);
+    return ok;
+  } catch (const Error& e) {
+    std::printf("scoring path: FAILED %s\n", e.what());
+    return false;
+  }
+}
+
 }  // namespace
 
 void add_duel_protocol_commands(CLI::App* duel) {
@@ -189,6 +219,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
           for (const char* t : {"python3 -m pytest --version", "gcc --version", "ctest --version", "node --version",
                                 "go version", "mvn -v", "diff --version"})
             std::printf("tool (in sandbox) %-28s %s\n", t, tool_ok(sb, t) ? "ok" : "missing");
+          bad += !scoring_path_ok(c->work + "/doctor_scoring");
         }
         for (const auto& s : c->specs) {
           try {

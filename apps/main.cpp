@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   spade::apps::add_duel_protocol_commands(spade::apps::add_duel_commands(app));
   spade::apps::add_score_command(app);
   spade::apps::add_bench_sampler_command(app);
+  spade::apps::add_bench_trainer_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
