@@ -35,6 +35,32 @@ class ChildServer {
     caps_ = ValueCaps{limits.max_str_chars, std::max<int64_t>(room, 4096)};
   }
 
+  // See run_child(): exercise the load/reset/step/encode paths once on a throwaway environment and
+  // forget it (its output, its namespace, any exception), leaving the instance as new.
+  void warm_up() {
+    static const char* kWarmEnv =
+        "class WarmEnv:\n"
+        "    def __init__(self, max_turns=3):\n"
+        "        self.turns = 0\n"
+        "    def reset(self, seed=None):\n"
+        "        self.turns = 0\n"
+        "        return 'Guess a number in [0, %d].' % (seed or 9), {'seed': seed}\n"
+        "    def step(self, action):\n"
+        "        self.turns += 1\n"
+        "        return 'obs %s' % action, 1.0, self.turns >= 1, False, {'scores': [1, 2.5, None]}\n";
+    try {
+      handle(json{{"op", "load"}, {"source", kWarmEnv}, {"max_turns_cap", 3}}.dump());
+      if (!env_.is_none()) {
+        handle(json{{"op", "reset"}, {"seed", 0}}.dump()).dump();
+        handle(json{{"op", "step"}, {"action", "\\boxed{1}"}}.dump()).dump();
+      }
+    } catch (...) {
+    }
+    env_ = py::none();
+    sink_->take();
+    PyErr_Clear();
+  }
+
   [[noreturn]] void serve() {
     for (;;) {
       std::string request;
@@ -204,11 +230,13 @@ ChildLimits ChildLimits::from_json(const json& j) {
 }
 
 void run_child(int sock, const std::string& workdir, const ChildLimits& limits, const Prelude& prelude,
-               pid_t zygote_pid, SeccompFilter* filter) {
+               pid_t zygote_pid, SeccompFilter* filter, bool warm) {
   int channel = confine_child(sock, workdir, limits, zygote_pid, limits.seccomp ? filter : nullptr);
   if (write_frame(channel, R"({"op":"hello"})", no_deadline()) != FrameStatus::kOk) _exit(72);
   try {
-    ChildServer(channel, limits, prelude).serve();
+    ChildServer server(channel, limits, prelude);
+    if (warm) server.warm_up();
+    server.serve();
   } catch (...) {
     _exit(73);
   }

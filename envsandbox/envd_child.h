@@ -33,7 +33,11 @@ struct ChildLimits {
 /// `filter` the zygote's compiled seccomp filter (loaded when limits.seccomp; the child exits 70 if it
 /// cannot be). Before serving requests it sends one hello frame `{"op":"hello"}` (the host reads the
 /// child's pid in its own pid namespace from the frame's SCM_CREDENTIALS).
+/// `warm` (spare children, envd_zygote.h): after the hello, and before reading the first request, load
+/// and play a small throwaway environment once, so that the copy-on-write faults of the interpreter
+/// pages every program touches (compiler, class creation, calls, value encoding) are taken while the
+/// spare waits instead of on the caller's first load (bench/RESULTS.md: load ~1.5 ms cold).
 [[noreturn]] void run_child(int sock, const std::string& workdir, const ChildLimits& limits,
-                            const Prelude& prelude, pid_t zygote_pid, SeccompFilter* filter);
+                            const Prelude& prelude, pid_t zygote_pid, SeccompFilter* filter, bool warm = false);
 
 }  // namespace spade::envsandbox::envd

@@ -145,7 +145,7 @@ json Zygote::spawn(const json& limits_json, int spares, int* pass_fd) {
   return json{{"pid", pid}};
 }
 
-std::string Zygote::fork_child(const ChildLimits& limits, pid_t* pid_out, int* fd_out) {
+std::string Zygote::fork_child(const ChildLimits& limits, pid_t* pid_out, int* fd_out, bool warm) {
   std::string workdir = tmp_root_ + "/env-XXXXXX";
   if (mkdtemp(workdir.data()) == nullptr) return std::string("mkdtemp: ") + std::strerror(errno);
   int sv[2];
@@ -164,7 +164,7 @@ std::string Zygote::fork_child(const ChildLimits& limits, pid_t* pid_out, int* f
     close(control_fd_);
     close(signal_fd_);
     for (const Spare& spare : spares_) close(spare.fd);  // another environment's channel
-    run_child(sv[1], workdir, limits, prelude_, self_, &filter_);
+    run_child(sv[1], workdir, limits, prelude_, self_, &filter_, warm);
   }
   int fork_errno = errno;
   PyOS_AfterFork_Parent();
@@ -187,7 +187,7 @@ void Zygote::refill_spares() {
     pollfd pending{control_fd_, POLLIN, 0};
     if (poll(&pending, 1, 0) > 0) return;  // a request is waiting: serve it first
     Spare spare{-1, -1};
-    if (!fork_child(limits, &spare.pid, &spare.fd).empty()) {
+    if (!fork_child(limits, &spare.pid, &spare.fd, /*warm=*/true).empty()) {
       spare_fork_failed_ = true;  // e.g. the pool's task cap: the next request forks (and reports) itself
       return;
     }

@@ -46,7 +46,8 @@ class Zygote {
   nlohmann::json spawn(const nlohmann::json& limits, int spares, int* pass_fd);
   // Forks one confined child with `limits`; on success fills *pid and *fd (the zygote's end of its
   // channel) and returns "", else the error text.
-  std::string fork_child(const ChildLimits& limits, pid_t* pid, int* fd);
+  // `warm`: a spare (run_child's warm-up).
+  std::string fork_child(const ChildLimits& limits, pid_t* pid, int* fd, bool warm = false);
   // Forks spares until spare_target_ are waiting, stopping early when a request arrives.
   void refill_spares();
   void drop_spares();
