@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "apps/commands.h"
+#include "apps/json_io.h"
 #include "common/error.h"
 #include "policy/checkpoint.h"
 #include "rollout/sampler.h"
@@ -56,17 +57,7 @@ nlohmann::json run_python(const std::string& script, const std::string& ckpt, in
                           " --batch " + std::to_string(batch) + " --prompt " + std::to_string(prompt) + " --new " +
                           std::to_string(new_tokens) + " --threads " + std::to_string(threads) + " --device " + device +
                           " --dtype " + dtype + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) throw spade::Error("bench sampler: cannot run " + cmd);
-  std::string out, last;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  const int rc = pclose(p);
-  std::stringstream lines(out);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty() && line[0] == '{') last = line;
-  if (rc != 0 || last.empty()) throw spade::Error("bench sampler: reference failed (" + cmd + "):\n" + out);
-  return nlohmann::json::parse(last);
+  return last_json_line_of(cmd, "bench sampler");
 }
 
 }  // namespace

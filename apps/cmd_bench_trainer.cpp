@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "apps/commands.h"
+#include "apps/json_io.h"
 #include "common/error.h"
 #include "embedded_config.h"
 #include "policy/checkpoint.h"
@@ -283,17 +284,7 @@ nlohmann::json run_reference(const std::string& env, const std::string& python, 
       fmt_double(u.loss.eps_high) + " --tis-cap " + fmt_double(u.loss.tis_cap) + " --tis-low " +
       fmt_double(u.loss.tis_low) + " --log-ratio-clamp " + fmt_double(u.loss.log_ratio_clamp) + " --agg-mode " +
       trainer::to_string(u.loss.agg_mode) + " --micro-batch-tokens " + std::to_string(u.micro_batch_tokens) + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) throw spade::Error("bench trainer: cannot run " + cmd);
-  std::string out, last;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  const int rc = pclose(p);
-  std::stringstream lines(out);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty() && line[0] == '{') last = line;
-  if (rc != 0 || last.empty()) throw spade::Error("bench trainer: the reference failed (" + cmd + "):\n" + out);
-  return nlohmann::json::parse(last);
+  return last_json_line_of(cmd, "bench trainer");
 }
 
 /// |a - b| <= abs_tol + rel_tol * |b|.

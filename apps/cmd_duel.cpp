@@ -24,6 +24,7 @@
 #include <memory>
 
 #include "apps/commands.h"
+#include "apps/json_io.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "evaldual/adapters.h"
@@ -66,12 +67,7 @@ std::vector<ev::PreparedRepo> prepared(const Common& c) {
 }
 
 std::unique_ptr<ev::ScriptedAgent> load_script(const std::string& path) {
-  json j;
-  try {
-    j = json::parse(read_file(path));
-  } catch (const json::parse_error& e) {
-    throw Error(path + ": not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what());
-  }
+  const json j = read_json_file(path);
   if (!j.is_object()) throw Error(path + ": a script file is a JSON object {session key: [commands]}");
   auto agent = std::make_unique<ev::ScriptedAgent>();
   for (const auto& [key, cmds] : j.items()) {

@@ -30,6 +30,7 @@
 #include <thread>
 
 #include "apps/commands.h"
+#include "apps/json_io.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "evaldual/rankings.h"
@@ -69,12 +70,7 @@ void add_rate_command(CLI::App* duel) {
   rate->callback([args] {
     set_action([args] {
       const Args& a = *args;
-      json doc;
-      try {
-        doc = json::parse(read_file(a.matches));
-      } catch (const json::parse_error& e) {
-        throw Error(a.matches + ": not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what());
-      }
+      const json doc = read_json_file(a.matches);
       std::vector<evaldual::MatchRecord> ms = evaldual::matches_from_json(doc, a.matches);
       evaldual::RankingOptions o;
       o.bootstrap_samples = a.bootstrap;
@@ -272,12 +268,7 @@ void add_report_command(CLI::App* duel) {
   report->callback([args] {
     set_action([args] {
       const Args& a = *args;
-      json doc;
-      try {
-        doc = json::parse(read_file(a.rankings));
-      } catch (const json::parse_error& e) {
-        throw Error(a.rankings + ": not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what());
-      }
+      const json doc = read_json_file(a.rankings);
       evaldual::Rankings r = evaldual::rankings_from_json(doc, a.rankings);
       std::string text = a.format == "latex" ? evaldual::rankings_latex(r) : evaldual::rankings_markdown(r);
       if (a.out.empty()) std::fputs(text.c_str(), stdout);
