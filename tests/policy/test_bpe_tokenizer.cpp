@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/testing/test_util.h"
 #include "common/error.h"
 #include "policy/bpe_tokenizer.h"
 #include "policy/byte_level.h"
@@ -29,21 +30,8 @@ using Pieces = std::vector<std::string>;
 
 namespace {
 
-std::string tmp_dir(const std::string& name) {
-  std::string d = std::string(SPADE_TEST_TMP) + "/policy_bpe/" + name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const spade::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string tmp_dir(const std::string& name) { return spade::fixtures::fresh_test_dir("policy_bpe", name); }
+using spade::fixtures::error_of;
 
 void write(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/testing/test_util.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "policy/checkpoint.h"
@@ -16,21 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string tmp_dir(const std::string& name) {
-  std::string d = std::string(SPADE_TEST_TMP) + "/policy_ckpt/" + name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const spade::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string tmp_dir(const std::string& name) { return spade::fixtures::fresh_test_dir("policy_ckpt", name); }
+using spade::fixtures::error_of;
 
 void write_raw(const std::string& path, const std::string& header_json, const std::string& data) {
   std::string s;

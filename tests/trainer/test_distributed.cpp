@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "tests/trainer/tiny_run.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "trainer/distributed.h"
@@ -293,21 +294,8 @@ TEST(DistributedTrain, TwoLocalRanksRunTwoSteps) {
   const fs::path root = fs::path(SPADE_TEST_TMP) / "dp_train";
   fs::remove_all(root);
   fs::create_directories(root);
-  const std::string corpus_src = fs::exists("/usr/lib/python3.11/json") ? "/usr/lib/python3.11/json"
-                                                                         : std::string(SPADE_SOURCE_DIR) + "/data";
   const std::string yaml =
-      "run: {name: t, out_dir: " + root.string() + ", seed: 5, threads: 1}\n"
-      "corpus: {build_from: [" + corpus_src + "], max_words: 40, min_words: 5}\n"
-      "tokenizer: {vocab_size: 500}\n"
-      "model: {hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, "
-      "num_key_value_heads: 1}\n"
-      "seed_envs: {dir: " + std::string(SPADE_SOURCE_DIR) + "/data/seed_envs}\n"
-      "warm_start: {max_steps: 2, batch_tokens: 1024, demos_per_env: 1}\n"
-      "selfplay: {steps: 2, k: 1, envs_per_regen: 2, skills_per_regen: 2, plays_per_env: 2, hint_plays: 1,\n"
-      "           max_attempts: 1, max_turns: 2, context_tokens: 1536, hint_max_tokens: 8, fill_with_seeds: true,\n"
-      "           designer: {max_new_tokens: 24}, agent: {max_new_tokens: 6}}\n"
-      "optim: {lr: 0.001}\n"
-      "checkpoint: {every: 1, keep_last: 1}\n"
+      spade::fixtures::tiny_run_yaml(root.string(), /*threads=*/1, /*max_attempts=*/1, "fill_with_seeds: true,") +
       "distributed: {timeout_s: 300}\n";
   write_file_atomic((root / "tiny.yaml").string(), yaml);
   const std::string log_path = (root / "out.log").string();

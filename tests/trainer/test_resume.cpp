@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "tests/trainer/tiny_run.h"
 #include "common/atomic_file.h"
 #include "common/strings.h"
 #include "tests/testing/tiny_policy.h"
@@ -56,9 +57,7 @@ TEST(Resume, KilledMidStepThenResumedEqualsUninterrupted) {
   fs::remove_all(root);
   fs::create_directories(root);
   // Shared inputs built once here, so both runs read the same corpus and tokenizer.
-  const std::string corpus_src = fs::exists("/usr/lib/python3.11/json") ? "/usr/lib/python3.11/json"
-                                                                         : std::string(SPADE_SOURCE_DIR) + "/data";
-  trainer::build_corpus({corpus_src}, (root / "corpus.jsonl").string(), 40, 5);
+  trainer::build_corpus({fixtures::tiny_corpus_source()}, (root / "corpus.jsonl").string(), 40, 5);
   const std::string tokenizer = fixtures::tiny_tokenizer_path();
   // k = 3, checkpoint every 2 of 6 steps: the resumed checkpoint (step 2) falls inside a generation's
   // window, so live environments and their window rewards must be restored; fill_with_seeds admits
@@ -67,9 +66,7 @@ TEST(Resume, KilledMidStepThenResumedEqualsUninterrupted) {
       "run: {out_dir: " + root.string() + ", seed: 11, deterministic: true}\n"
       "corpus: {path: " + (root / "corpus.jsonl").string() + ", max_words: 40}\n"
       "tokenizer: {path: " + tokenizer + "}\n"
-      "model: {hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, "
-      "num_key_value_heads: 1}\n"
-      "seed_envs: {dir: " + std::string(SPADE_SOURCE_DIR) + "/data/seed_envs}\n"
+      + fixtures::tiny_model_yaml() +
       "warm_start: {enabled: false}\n"
       "selfplay: {steps: 10, k: 3, envs_per_regen: 2, skills_per_regen: 2, plays_per_env: 2, hint_plays: 1,\n"
       "           max_attempts: 1, max_turns: 2, context_tokens: 1024, hint_max_tokens: 8,\n"

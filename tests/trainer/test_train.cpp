@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/trainer/tiny_run.h"
 #include "common/atomic_file.h"
 #include "policy/checkpoint.h"
 #include "policy/tokenizer.h"
@@ -20,23 +21,7 @@ namespace fs = std::filesystem;
 TEST(Train, TinyRunWritesEveryOutput) {
   const fs::path root = fs::path(SPADE_TEST_TMP) / "train_tiny";
   fs::remove_all(root);
-  // A small real corpus: this repository's own Python seed programs have module text; use the
-  // stdlib's json package when present (real documentation), else the seed folder.
-  const std::string corpus_src = fs::exists("/usr/lib/python3.11/json") ? "/usr/lib/python3.11/json"
-                                                                         : std::string(SPADE_SOURCE_DIR) + "/data";
-  const std::string yaml =
-      "run: {name: t, out_dir: " + root.string() + ", seed: 5, threads: 2}\n"
-      "corpus: {build_from: [" + corpus_src + "], max_words: 40, min_words: 5}\n"
-      "tokenizer: {vocab_size: 500}\n"
-      "model: {hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, "
-      "num_key_value_heads: 1}\n"
-      "seed_envs: {dir: " + std::string(SPADE_SOURCE_DIR) + "/data/seed_envs}\n"
-      "warm_start: {max_steps: 2, batch_tokens: 1024, demos_per_env: 1}\n"
-      "selfplay: {steps: 2, k: 1, envs_per_regen: 2, skills_per_regen: 2, plays_per_env: 2, hint_plays: 1,\n"
-      "           max_attempts: 2, max_turns: 2, context_tokens: 1536, hint_max_tokens: 8,\n"
-      "           designer: {max_new_tokens: 24}, agent: {max_new_tokens: 6}}\n"
-      "optim: {lr: 0.001}\n"
-      "checkpoint: {every: 1, keep_last: 1}\n";
+  const std::string yaml = fixtures::tiny_run_yaml(root.string(), /*threads=*/2, /*max_attempts=*/2);
   trainer::Config config = trainer::parse_config(yaml, "tiny.yaml");
   std::vector<std::string> lines;
   const std::string final_dir = trainer::run_train(config, {true}, [&](const std::string& l) { lines.push_back(l); });
