@@ -1,6 +1,8 @@
 // Test fixture: a tiny random policy (SentencePiece tokenizer trained on the seed environments and
 // prompt texts + a 1-2 layer Llama-style decoder). Built once per test binary and cached on disk.
 #pragma once
+#include <unistd.h>
+
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -41,10 +43,13 @@ inline std::string tiny_tokenizer_path() {
   std::filesystem::create_directories(std::filesystem::path(prefix).parent_path());
   policy::TokenizerTrainOptions opt;
   opt.sentences = text;
-  opt.model_prefix = prefix + ".tmp";
+  // A private name per process: test processes running in parallel may all train it at once; each
+  // publishes its own (identical) file with an atomic rename, so a reader never sees a partial one.
+  opt.model_prefix = prefix + ".tmp" + std::to_string(getpid());
   opt.vocab_size = 600;
   policy::Tokenizer::train(opt);
-  std::filesystem::rename(prefix + ".tmp.model", path);  // publish atomically for parallel tests
+  std::filesystem::rename(opt.model_prefix + ".model", path);
+  std::filesystem::remove(opt.model_prefix + ".vocab");
   return path;
 }
 
