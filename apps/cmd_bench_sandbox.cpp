@@ -5,12 +5,16 @@
 //               program, reset, steps, exit;
 //   inprocess   the same program called in a loop inside one python3 process, no isolation (the limit).
 // Figures (each with 1 and with 2 workers running at once, i.e. 1 and 2 cores busy):
-//   startup_ms p50/p99: new environment -> program loaded -> reset() returned;
+//   startup_ms p50/p99: new environment -> program loaded -> reset() returned (spawn_loaded + reset);
 //   episode_steps_per_s: 10-step episodes, each in a new environment (start-up included);
 //   trivial_steps_per_s: steps of a trivial environment on a live instance (no start-up);
 //   seed_steps_per_s: the same for a seed environment (data/seed_envs/...).
-// Plus live_envs: N live environments at once and the pool's memory (cgroup charge and summed PSS), and
-// the sandbox's start-up with spare_children = 0 (a fork on every start-up), 1 worker.
+// Plus live_envs: N live environments at once and the pool's memory (cgroup charge and summed PSS);
+// the sandbox, 1 worker, with one feature off: no spares at all (spare_children = preload_spares = 0:
+// a fork on every start-up), no spinning (spin_us = 0: every wait blocks), no preloading
+// (preload_spares = 0: every load on the caller's path); and python3_fork_exit_wait_ms, the floor of
+// any process-per-environment design here. Episodes start through EnvServer::spawn_loaded, as
+// envsandbox::Game::open (the trainer's path) does.
 // The baselines inject the same common names as the sandbox's loader except numpy (importing numpy
 // would slow the subprocess baseline by ~100 ms and flatter the ratios).
 #include <fcntl.h>
@@ -63,7 +67,8 @@ const char* kTrivialEnv = R"PY(class TrivialEnv:
 )PY";
 
 // Baseline runner (python3 -c): "episode FILE SEED STEPS" prints R after reset and D at the end;
-// "loop FILE STEPS" prints the in-process steps/s of a live instance.
+// "loop FILE STEPS" prints the in-process steps/s of a live instance; "fork - N" prints the mean
+// seconds of fork + _exit + waitpid of a python3 holding numpy (the cost of any process per environment).
 const char* kRunner = R"PY(
 import sys, time
 import itertools, math, random, re, json, collections, functools, string, copy, heapq, operator, statistics
@@ -73,6 +78,21 @@ from functools import reduce, lru_cache
 from copy import deepcopy
 from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Type, Union
 mode, path = sys.argv[1], sys.argv[2]
+if mode == "fork":  # the floor of a process per environment: fork + _exit + waitpid of a python3 holding numpy
+    import os
+    try:
+        import numpy
+    except ImportError:
+        pass
+    n = int(sys.argv[3])
+    t0 = time.perf_counter()
+    for i in range(n):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+    print((time.perf_counter() - t0) / n)
+    sys.exit(0)
 ns = dict(globals())
 ns["__name__"] = "spade_env"
 exec(compile(open(path).read(), path, "exec"), ns)
@@ -182,8 +202,9 @@ Stats sandbox_episodes(envsandbox::EnvServer& server, const std::string& src, in
     std::vector<double> lat;
     for (int i = 0; i < episodes; ++i) {
       auto t0 = Clock::now();
-      auto env = server.spawn();
-      if (!env->load(src).ok() || !env->reset(i).ok()) throw Error("bench: sandbox load/reset failed");
+      envsandbox::CallResult load;
+      auto env = server.spawn_loaded(src, 25, &load);  // as envsandbox::Game::open does
+      if (!load.ok() || !env->reset(i).ok()) throw Error("bench: sandbox load/reset failed");
       lat.push_back(since(t0));
       for (int k = 0; k < steps; ++k)
         if (!env->step("\\boxed{1}").ok()) throw Error("bench: sandbox step failed");
@@ -308,18 +329,26 @@ void add_bench_sandbox_command(CLI::App& app) {
       options.pool_max_tasks = std::max<int64_t>(4096, 2 * a.live + 64);
       envsandbox::EnvServer server(options);
       json results, ratios, targets;
-      // The same sandbox with no spare children: every start-up forks on the caller's path.
-      json no_spares;
-      {
-        envsandbox::SandboxOptions cold = options;
-        cold.spare_children = 0;
-        envsandbox::EnvServer cold_server(cold);
-        std::fprintf(stderr, "[bench] sandbox without spare children...\n");
-        Stats ep = sandbox_episodes(cold_server, kTrivialEnv, 1, a.episodes, a.episode_steps);
-        no_spares = {{"startup_ms_p50", round3(percentile(ep.startup_s, 0.5) * 1e3)},
-                     {"startup_ms_p99", round3(percentile(ep.startup_s, 0.99) * 1e3)},
-                     {"episode_steps_per_s", round3(ep.steps / ep.seconds)}};
-      }
+      // The same sandbox with one feature off, 1 busy: no spare children (every start-up forks on the
+      // caller's path) and no spinning (every wait blocks in poll()).
+      auto variant = [&](const char* what, const std::function<void(envsandbox::SandboxOptions&)>& change) {
+        envsandbox::SandboxOptions o = options;
+        change(o);
+        envsandbox::EnvServer variant_server(o);
+        std::fprintf(stderr, "[bench] sandbox %s...\n", what);
+        Stats ep = sandbox_episodes(variant_server, kTrivialEnv, 1, a.episodes, a.episode_steps);
+        Stats triv = sandbox_steps(variant_server, kTrivialEnv, 1, a.steps);
+        return json{{"startup_ms_p50", round3(percentile(ep.startup_s, 0.5) * 1e3)},
+                    {"startup_ms_p99", round3(percentile(ep.startup_s, 0.99) * 1e3)},
+                    {"episode_steps_per_s", round3(ep.steps / ep.seconds)},
+                    {"trivial_steps_per_s", round3(triv.steps / triv.seconds)}};
+      };
+      json no_spares = variant("without spare children", [](envsandbox::SandboxOptions& o) {
+        o.spare_children = 0;
+        o.preload_spares = 0;
+      });
+      json no_spin = variant("without spinning", [](envsandbox::SandboxOptions& o) { o.spin_us = 0; });
+      json no_preload = variant("without preloaded spares", [](envsandbox::SandboxOptions& o) { o.preload_spares = 0; });
       for (int workers : {1, 2}) {
         std::string key = std::to_string(workers) + "_busy";
         std::fprintf(stderr, "[bench] %d worker(s): sandbox...\n", workers);
@@ -360,6 +389,13 @@ void add_bench_sandbox_command(CLI::App& app) {
                         {"episode_steps_ge_30x_subprocess", ratios[key]["episode_steps_vs_subprocess"].get<double>() >= 30},
                         {"trivial_steps_ge_25pct_inprocess", ratios[key]["trivial_steps_vs_inprocess"].get<double>() >= 0.25}};
       }
+      // The floor of any design with one process per environment, on this machine.
+      double fork_s = 0;
+      {
+        Child c = spawn_python({"fork", "-", "300"});
+        fork_s = std::atof(read_until(c.out, "\n").c_str());
+        finish(c);
+      }
       // Live environments held at once.
       std::fprintf(stderr, "[bench] %d live environments...\n", a.live);
       json live;
@@ -395,9 +431,14 @@ void add_bench_sandbox_command(CLI::App& app) {
                                {"kernel", std::string(u.release)}}},
                   {"isolation", server.isolation().to_json()},
                   {"spare_children", options.spare_children},
+                  {"spin_us", options.spin_us},
                   {"sandbox_without_spares_1_busy", no_spares},
+                  {"sandbox_without_spin_1_busy", no_spin},
+                  {"preload_spares", options.preload_spares},
+                  {"sandbox_without_preload_1_busy", no_preload},
                   {"config", {{"episodes", a.episodes}, {"baseline_episodes", a.baseline_episodes},
                               {"steps", a.steps}, {"episode_steps", a.episode_steps}, {"seed_env", a.seed_env}}},
+                  {"python3_fork_exit_wait_ms", round3(fork_s * 1e3)},
                   {"results", results},
                   {"ratios", ratios},
                   {"targets", targets},

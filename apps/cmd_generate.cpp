@@ -38,9 +38,11 @@ void add_generate_command(CLI::App& app) {
       at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
       policy::Transformer model = policy::load_checkpoint(args->checkpoint);
       policy::Tokenizer tok = policy::Tokenizer::load_dir(args->checkpoint);
-      // ChatML needs <|im_start|>/<|im_end|> (ours, Qwen); plain prompts work with any tokenizer (Llama 3).
+      // The checkpoint's chat format (ChatML, Llama 3, Llama 2, Mistral: ChatTemplate::for_checkpoint);
+      // plain prompts work with any tokenizer.
       std::unique_ptr<policy::ChatTemplate> chat;
-      if (args->chat) chat = std::make_unique<policy::ChatTemplate>(tok);
+      if (args->chat)
+        chat = std::make_unique<policy::ChatTemplate>(policy::ChatTemplate::for_checkpoint(args->checkpoint, tok));
       std::vector<int64_t> prompt = chat ? chat->render({{"user", args->prompt}}, true) : tok.encode(args->prompt);
       rollout::SamplingParams p;
       p.temperature = args->temperature;

@@ -19,6 +19,7 @@ void add_duel_protocol_commands(CLI::App* duel);  // duel doctor | repos setup |
 void add_score_command(CLI::App& app);     // score (apps/cmd_score.cpp)
 void add_bench_sampler_command(CLI::App& app);  // bench sampler (apps/cmd_bench_sampler.cpp)
 void add_bench_trainer_command(CLI::App& app);  // bench trainer (apps/cmd_bench_trainer.cpp)
+void add_bench_step_command(CLI::App& app);  // bench step (apps/cmd_bench_step.cpp)
 
 /// Sets the action of the parsed subcommand (called from the subcommands' callbacks).
 void set_action(std::function<int()> action);

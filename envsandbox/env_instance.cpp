@@ -65,7 +65,7 @@ std::string signal_text(int sig) {
 
 EnvInstance::EnvInstance(std::shared_ptr<detail::ZygoteProcess> zygote, pid_t pid, int fd,
                          const SandboxOptions& options)
-    : zygote_(std::move(zygote)), pid_(pid), fd_(fd), options_(options) {
+    : zygote_(std::move(zygote)), pid_(pid), fd_(fd), options_(options), spin_(options.spin_us) {
   oom_kills_at_start_ = zygote_->oom_kills();
 }
 
@@ -97,9 +97,21 @@ void EnvInstance::kill() {
   dead_detail_ = "killed by the host (EnvInstance::kill)";
 }
 
+json EnvInstance::load_request(const std::string& source, int max_turns_cap) {
+  return json{{"op", "load"}, {"source", source}, {"max_turns_cap", max_turns_cap}};
+}
+
 CallResult EnvInstance::load(const std::string& source, int max_turns_cap, std::optional<double> timeout_s) {
-  CallResult r = request(json{{"op", "load"}, {"source", source}, {"max_turns_cap", max_turns_cap}}, "load()",
-                         timeout_s.value_or(options_.load_timeout_s));
+  return check_load(request(load_request(source, max_turns_cap), "load()", timeout_s.value_or(options_.load_timeout_s)));
+}
+
+CallResult EnvInstance::receive_preloaded_load() {
+  auto start = Clock::now();
+  return check_load(receive(FrameStatus::kOk, "", "load()", options_.load_timeout_s, start,
+                            deadline_after(options_.load_timeout_s)));
+}
+
+CallResult EnvInstance::check_load(CallResult r) {
   if (!r.ok()) return r;
   const std::vector<PyValue>& items = r.value.items();
   if (!r.value.is_tuple() || items.size() != 2 || !items[0].is_str() || !(items[1].is_none() || items[1].int_fits())) {
@@ -214,17 +226,29 @@ CallResult EnvInstance::request(const json& req, const std::string& what, double
   }
 
   auto deadline = deadline_after(timeout_s);
-  std::string payload, io_error;
+  std::string io_error;
   FrameStatus s = write_frame(fd_, req.dump(-1, ' ', false, json::error_handler_t::replace), deadline, -1, &io_error);
+  return receive(s, io_error, what, timeout_s, start, deadline);
+}
+
+CallResult EnvInstance::receive(FrameStatus s, std::string io_error, const std::string& what, double timeout_s,
+                                Clock::time_point start, Clock::time_point deadline) {
+  auto finish = [&](CallResult r) {
+    r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return r;
+  };
+  std::string payload;
   if (s == FrameStatus::kOk && !hello_read_) {  // the child's first frame, sent before any program code ran
     hello_read_ = true;
     pid_t sender = -1;
-    s = read_frame(fd_, 256, deadline, &payload, nullptr, &io_error, &sender);
+    s = read_frame(fd_, 256, deadline, &payload, nullptr, &io_error, &sender, &spin_);
     if (s == FrameStatus::kOk && payload != R"({"op":"hello"})")
       return finish(fail("protocol", what + ": the environment process did not start with a hello frame; killed", true));
     if (s == FrameStatus::kOk) host_pid_ = sender;
   }
-  if (s == FrameStatus::kOk) s = read_frame(fd_, static_cast<size_t>(options_.max_reply_bytes), deadline, &payload, nullptr, &io_error);
+  if (s == FrameStatus::kOk)
+    s = read_frame(fd_, static_cast<size_t>(options_.max_reply_bytes), deadline, &payload, nullptr, &io_error,
+                   nullptr, &spin_);
   switch (s) {
     case FrameStatus::kOk: break;
     case FrameStatus::kTimeout: {

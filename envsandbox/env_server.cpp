@@ -75,6 +75,7 @@ EnvServer::EnvServer(SandboxOptions options) : options_(std::move(options)) {
 std::shared_ptr<detail::ZygoteProcess> EnvServer::start_zygote() {
   auto zygote = detail::ZygoteProcess::start(launch_argv_, options_.startup_timeout_s, isolation_.namespaces);
   zygote->cgroup = cgroup_;
+  zygote->spin = SpinBudget(options_.spin_us);
   return zygote;
 }
 
@@ -92,7 +93,19 @@ EnvServer::~EnvServer() {
   // cgroup_ is removed when the last holder (this server, live instances' zygote handles) lets go.
 }
 
-std::unique_ptr<EnvInstance> EnvServer::spawn() {
+std::unique_ptr<EnvInstance> EnvServer::spawn() { return spawn_child("", nullptr); }
+
+std::unique_ptr<EnvInstance> EnvServer::spawn_loaded(const std::string& source, int max_turns_cap, CallResult* load) {
+  bool loaded = false;
+  std::string preload = options_.preload_spares > 0
+                            ? EnvInstance::load_request(source, max_turns_cap).dump(-1, ' ', false, json::error_handler_t::replace)
+                            : std::string();
+  std::unique_ptr<EnvInstance> instance = spawn_child(preload, &loaded);
+  *load = loaded ? instance->receive_preloaded_load() : instance->load(source, max_turns_cap);
+  return instance;
+}
+
+std::unique_ptr<EnvInstance> EnvServer::spawn_child(const std::string& preload, bool* loaded) {
   const json limits{{"memory_bytes", options_.memory_limit_bytes},
                     {"cpu_s", options_.cpu_limit_s},
                     {"max_files", options_.max_open_files},
@@ -100,7 +113,8 @@ std::unique_ptr<EnvInstance> EnvServer::spawn() {
                     {"max_output_bytes", options_.max_output_bytes},
                     {"max_reply_bytes", options_.max_reply_bytes},
                     {"max_str_chars", options_.max_obs_chars},
-                    {"seccomp", options_.seccomp}};
+                    {"seccomp", options_.seccomp},
+                    {"spin_us", options_.spin_us}};
   std::lock_guard<std::mutex> lock(mu_);
   std::string error;
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -110,7 +124,7 @@ std::unique_ptr<EnvInstance> EnvServer::spawn() {
     }
     pid_t pid = -1;
     int fd = -1;
-    if (zygote_->spawn(limits, options_.spare_children, &pid, &fd, &error))
+    if (zygote_->spawn(limits, options_.spare_children, &pid, &fd, &error, preload, options_.preload_spares, loaded))
       return std::unique_ptr<EnvInstance>(new EnvInstance(zygote_, pid, fd, options_));
     if (zygote_->alive()) break;  // it answered with an error (e.g. fork failed): a restart won't help
   }

@@ -64,7 +64,8 @@ class ChildServer {
   [[noreturn]] void serve() {
     for (;;) {
       std::string request;
-      FrameStatus s = read_frame(sock_, protocol::kMaxRequestBytes, no_deadline(), &request);
+      FrameStatus s = read_frame(sock_, protocol::kMaxRequestBytes, no_deadline(), &request, nullptr, nullptr,
+                                 nullptr, &spin_);
       if (s == FrameStatus::kEof) _exit(0);  // the host closed the channel: done
       if (s != FrameStatus::kOk) _exit(71);
       json reply = handle(request);
@@ -209,6 +210,7 @@ class ChildServer {
   OutputSink* sink_ = nullptr;
   py::object sink_object_;
   ValueCaps caps_{};
+  SpinBudget spin_{static_cast<int>(limits_.spin_us)};  // waits for the host's next request
   py::object env_ = py::none();
 };
 
@@ -226,6 +228,10 @@ ChildLimits ChildLimits::from_json(const json& j) {
   auto sec = j.find("seccomp");
   if (sec != j.end() && !sec->is_boolean()) throw std::runtime_error("spawn limits: 'seccomp' must be a bool");
   l.seccomp = sec == j.end() || sec->get<bool>();
+  auto spin = j.find("spin_us");
+  if (spin != j.end() && (!spin->is_number_integer() || spin->get<int64_t>() < 0 || spin->get<int64_t>() > 1000000))
+    throw std::runtime_error("spawn limits: 'spin_us' must be an integer in [0, 1000000]");
+  l.spin_us = spin == j.end() ? 0 : spin->get<int64_t>();
   return l;
 }
 

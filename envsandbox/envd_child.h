@@ -23,6 +23,7 @@ struct ChildLimits {
   int64_t max_reply_bytes;   // cap on one encoded reply
   int64_t max_str_chars;     // cap on one string inside a returned value
   bool seccomp = true;       // load the zygote's seccomp deny-list (envd_seccomp.h); optional, default true
+  int64_t spin_us = 0;       // spin before blocking for the next request (frame.h); optional, default 0
 
   /// Parses and checks the "limits" object; throws std::runtime_error naming a missing/invalid field.
   static ChildLimits from_json(const nlohmann::json& j);

@@ -106,7 +106,7 @@ int Zygote::run() {
 json Zygote::handle(const json& request, int* pass_fd) {
   try {
     const std::string op = request.at("op").get<std::string>();
-    if (op == "spawn") return spawn(request.at("limits"), request.value("spares", 0), pass_fd);
+    if (op == "spawn") return spawn(request, pass_fd);
     pid_t pid = request.at("pid").get<pid_t>();
     if (op == "status") return status(pid);
     if (op == "kill") return kill_child(pid, false);
@@ -117,7 +117,8 @@ json Zygote::handle(const json& request, int* pass_fd) {
   }
 }
 
-json Zygote::spawn(const json& limits_json, int spares, int* pass_fd) {
+json Zygote::spawn(const json& request, int* pass_fd) {
+  const json& limits_json = request.at("limits");
   ChildLimits limits = ChildLimits::from_json(limits_json);
   if (limits.seccomp && !filter_.ok())
     return json{{"error", "seccomp requested but the filter could not be built: " + filter_.error}};
@@ -125,24 +126,43 @@ json Zygote::spawn(const json& limits_json, int spares, int* pass_fd) {
     drop_spares();
     spare_limits_ = limits_json;
   }
-  spare_target_ = static_cast<size_t>(std::clamp(spares, 0, protocol::kMaxSpares));
+  spare_target_ = static_cast<size_t>(std::clamp(request.value("spares", 0), 0, protocol::kMaxSpares));
+  std::string preload = request.value("preload", std::string());
+  if (preload != preload_) {
+    if (!preload_.empty()) drop_spares(&preload_);
+    preload_ = preload;
+  }
+  preload_target_ =
+      preload_.empty() ? 0 : static_cast<size_t>(std::clamp(request.value("preload_spares", 0), 0, protocol::kMaxSpares));
   spare_fork_failed_ = false;
   reap();
-  while (!spares_.empty()) {
-    Spare spare = spares_.front();
-    spares_.pop_front();
-    auto it = children_.find(spare.pid);
-    if (it != children_.end() && !it->second.reaped) {
-      *pass_fd = spare.fd;
-      return json{{"pid", spare.pid}};
-    }
-    close(spare.fd);  // died while waiting (e.g. killed by the pool's OOM killer): nobody asks about it
-    if (it != children_.end()) children_.erase(it);
-  }
   pid_t pid = -1;
+  if (!preload.empty() && take_spare(preload, &pid, pass_fd)) return json{{"pid", pid}, {"loaded", true}};
+  if (take_spare("", &pid, pass_fd)) return json{{"pid", pid}, {"loaded", false}};
   std::string error = fork_child(limits, &pid, pass_fd);
   if (!error.empty()) return json{{"error", error}};
-  return json{{"pid", pid}};
+  return json{{"pid", pid}, {"loaded", false}};
+}
+
+bool Zygote::take_spare(const std::string& preload, pid_t* pid, int* fd) {
+  for (auto spare = spares_.begin(); spare != spares_.end();) {
+    if (spare->preload != preload) {
+      ++spare;
+      continue;
+    }
+    auto it = children_.find(spare->pid);
+    bool alive = it != children_.end() && !it->second.reaped;
+    if (alive) {
+      *pid = spare->pid;
+      *fd = spare->fd;
+      spares_.erase(spare);
+      return true;
+    }
+    close(spare->fd);  // died while waiting (e.g. killed by the pool's OOM killer): nobody asks about it
+    if (it != children_.end()) children_.erase(it);
+    spare = spares_.erase(spare);
+  }
+  return false;
 }
 
 std::string Zygote::fork_child(const ChildLimits& limits, pid_t* pid_out, int* fd_out, bool warm) {
@@ -183,24 +203,43 @@ std::string Zygote::fork_child(const ChildLimits& limits, pid_t* pid_out, int* f
 void Zygote::refill_spares() {
   if (spare_limits_.is_null()) return;
   ChildLimits limits = ChildLimits::from_json(spare_limits_);  // checked when the spawn came in
-  while (spares_.size() < spare_target_ && !spare_fork_failed_) {
+  auto count = [&](const std::string& preload) {
+    return static_cast<size_t>(std::count_if(spares_.begin(), spares_.end(),
+                                             [&](const Spare& s) { return s.preload == preload; }));
+  };
+  size_t plain = count(""), preloaded = preload_.empty() ? 0 : count(preload_);
+  while (!spare_fork_failed_ && (plain < spare_target_ || preloaded < preload_target_)) {
     pollfd pending{control_fd_, POLLIN, 0};
     if (poll(&pending, 1, 0) > 0) return;  // a request is waiting: serve it first
-    Spare spare{-1, -1};
+    Spare spare{-1, -1, plain < spare_target_ ? std::string() : preload_};
     if (!fork_child(limits, &spare.pid, &spare.fd, /*warm=*/true).empty()) {
       spare_fork_failed_ = true;  // e.g. the pool's task cap: the next request forks (and reports) itself
       return;
     }
-    spares_.push_back(spare);
+    // The load request goes into the channel now; the spare reads it after its hello and warm-up. The
+    // socket buffer holds a typical program; a larger one (or a spare that stopped reading) gets 1 s.
+    if (!spare.preload.empty() &&
+        write_frame(spare.fd, spare.preload, deadline_after(1.0)) != FrameStatus::kOk) {
+      close(spare.fd);
+      kill_child(spare.pid, true);
+      spare_fork_failed_ = true;
+      return;
+    }
+    (spare.preload.empty() ? plain : preloaded) += 1;
+    spares_.push_back(std::move(spare));
   }
 }
 
-void Zygote::drop_spares() {
-  for (const Spare& spare : spares_) {
-    close(spare.fd);
-    kill_child(spare.pid, true);
+void Zygote::drop_spares(const std::string* preload) {
+  for (auto spare = spares_.begin(); spare != spares_.end();) {
+    if (preload != nullptr && spare->preload != *preload) {
+      ++spare;
+      continue;
+    }
+    close(spare->fd);
+    kill_child(spare->pid, true);
+    spare = spares_.erase(spare);
   }
-  spares_.clear();
 }
 
 json Zygote::status(pid_t pid) {

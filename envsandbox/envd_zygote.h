@@ -10,6 +10,16 @@
 // kills the spares and forks afresh. A spare is an ordinary child from the start (reaped, killed and
 // cleaned up like any other), idle until handed over: it uses no CPU, so RLIMIT_CPU is unaffected, and
 // its RLIMIT_AS is computed from the zygote's size at its fork, exactly as for an on-demand child.
+//
+// Preloaded spares: a spawn may carry "preload" (a child-channel load request, as the host would send
+// it) and "preload_spares": M. After the plain spares are refilled, the zygote forks up to M more and
+// writes the load request into each one's channel, from the host's side; the spare loads the program
+// while it waits and its reply stays in the socket for the host. The next spawn with the same preload
+// gets such a spare ("loaded": true): start-up is then the hand-over and reset() only. The zygote never
+// reads a child's channel (a child's bytes are untrusted and only the host parses them). A spawn with
+// another preload kills the preloaded spares of the old one. A preloaded spare has run the program's
+// top level and __init__ before its hand-over: that CPU time counts against its RLIMIT_CPU, and the
+// host's load deadline starts at the hand-over.
 #pragma once
 #include <sys/types.h>
 
@@ -43,14 +53,18 @@ class Zygote {
   };
 
   nlohmann::json handle(const nlohmann::json& request, int* pass_fd);
-  nlohmann::json spawn(const nlohmann::json& limits, int spares, int* pass_fd);
+  nlohmann::json spawn(const nlohmann::json& request, int* pass_fd);
   // Forks one confined child with `limits`; on success fills *pid and *fd (the zygote's end of its
   // channel) and returns "", else the error text.
   // `warm`: a spare (run_child's warm-up).
   std::string fork_child(const ChildLimits& limits, pid_t* pid, int* fd, bool warm = false);
-  // Forks spares until spare_target_ are waiting, stopping early when a request arrives.
+  // Forks spares until spare_target_ plain and preload_target_ preloaded ones are waiting, stopping
+  // early when a request arrives.
   void refill_spares();
-  void drop_spares();
+  // Kills the spares whose preload is `preload` (all spares when null).
+  void drop_spares(const std::string* preload = nullptr);
+  // Takes the first live spare with this preload ("" = plain) off the list; false when none.
+  bool take_spare(const std::string& preload, pid_t* pid, int* fd);
   nlohmann::json status(pid_t pid);
   nlohmann::json kill_child(pid_t pid, bool release);
   void reap();
@@ -65,10 +79,13 @@ class Zygote {
   struct Spare {
     pid_t pid;
     int fd;
+    std::string preload;  // the load request written to its channel; "" for a plain spare
   };
   std::deque<Spare> spares_;
   nlohmann::json spare_limits_;  // the limits every spare was forked with
   size_t spare_target_ = 0;
+  std::string preload_;          // the current preload request ("" = none)
+  size_t preload_target_ = 0;
   bool spare_fork_failed_ = false;  // stop refilling until the next spawn request
   SeccompFilter filter_;
 };

@@ -20,7 +20,28 @@ int poll_timeout_ms(Clock::time_point deadline) {
 }
 
 // Waits until `fd` is ready for `events`; kOk when ready (or hung up: the next I/O call reports it).
-FrameStatus wait_ready(int fd, short events, Clock::time_point deadline, std::string* error) {
+// First polls without blocking for up to `spin_us` microseconds (SpinBudget), then blocks in poll();
+// `*spun` (when non-null) tells whether it became ready while spinning.
+FrameStatus wait_ready(int fd, short events, Clock::time_point deadline, int spin_us, std::string* error,
+                       bool* spun = nullptr) {
+  if (spun != nullptr) *spun = false;
+  if (spin_us > 0) {
+    auto spin_until = Clock::now() + std::chrono::microseconds(spin_us);
+    for (;;) {
+      pollfd p{fd, events, 0};
+      int n = poll(&p, 1, 0);
+      if (n > 0) {
+        if (spun != nullptr) *spun = true;
+        return FrameStatus::kOk;
+      }
+      if (n < 0 && errno != EINTR) break;  // the blocking poll below reports it
+      auto now = Clock::now();
+      if (now >= spin_until || now >= deadline) break;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
   for (;;) {
     pollfd p{fd, events, 0};
     int timeout = poll_timeout_ms(deadline);
@@ -54,13 +75,12 @@ void keep_or_close_fds(msghdr* msg, std::vector<int>* fds, pid_t* sender_pid) {
   }
 }
 
-// Reads exactly `size` bytes into `buf`, collecting passed descriptors.
-FrameStatus read_exact(int fd, char* buf, size_t size, Clock::time_point deadline,
+// Reads exactly `size` bytes into `buf`, collecting passed descriptors. Tries the socket first and
+// waits (spinning as `spin` allows, then blocking) only when nothing is there yet.
+FrameStatus read_exact(int fd, char* buf, size_t size, Clock::time_point deadline, SpinBudget* spin,
                        std::vector<int>* fds, std::string* error, pid_t* sender_pid) {
   size_t got = 0;
   while (got < size) {
-    FrameStatus s = wait_ready(fd, POLLIN, deadline, error);
-    if (s != FrameStatus::kOk) return s;
     iovec iov{buf + got, size - got};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4) + CMSG_SPACE(sizeof(ucred))];
     msghdr msg{};
@@ -70,7 +90,15 @@ FrameStatus read_exact(int fd, char* buf, size_t size, Clock::time_point deadlin
     msg.msg_controllen = sizeof(control);
     ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        int spin_us = spin != nullptr ? spin->next() : 0;
+        bool spun = false;
+        FrameStatus s = wait_ready(fd, POLLIN, deadline, spin_us, error, &spun);
+        if (spin_us > 0 && s == FrameStatus::kOk) spin->record(spun);
+        if (s != FrameStatus::kOk) return s;
+        continue;
+      }
       if (errno == ECONNRESET) return FrameStatus::kEof;
       if (error) *error = std::string("recvmsg: ") + std::strerror(errno);
       return FrameStatus::kError;
@@ -113,8 +141,6 @@ FrameStatus write_frame(int fd, std::string_view payload, Clock::time_point dead
   std::memcpy(buf.data() + 4, payload.data(), payload.size());
   size_t sent = 0;
   while (sent < buf.size()) {
-    FrameStatus s = wait_ready(fd, POLLOUT, deadline, error);
-    if (s != FrameStatus::kOk) return s;
     iovec iov{buf.data() + sent, buf.size() - sent};
     msghdr msg{};
     msg.msg_iov = &iov;
@@ -131,7 +157,12 @@ FrameStatus write_frame(int fd, std::string_view payload, Clock::time_point dead
     }
     ssize_t n = sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        FrameStatus s = wait_ready(fd, POLLOUT, deadline, 0, error);
+        if (s != FrameStatus::kOk) return s;
+        continue;
+      }
       if (errno == EPIPE || errno == ECONNRESET) return FrameStatus::kEof;
       if (error) *error = std::string("sendmsg: ") + std::strerror(errno);
       return FrameStatus::kError;
@@ -142,9 +173,9 @@ FrameStatus write_frame(int fd, std::string_view payload, Clock::time_point dead
 }
 
 FrameStatus read_frame(int fd, size_t max_bytes, Clock::time_point deadline, std::string* payload,
-                       std::vector<int>* fds, std::string* error, pid_t* sender_pid) {
+                       std::vector<int>* fds, std::string* error, pid_t* sender_pid, SpinBudget* spin) {
   unsigned char header[4];
-  FrameStatus s = read_exact(fd, reinterpret_cast<char*>(header), 4, deadline, fds, error, sender_pid);
+  FrameStatus s = read_exact(fd, reinterpret_cast<char*>(header), 4, deadline, spin, fds, error, sender_pid);
   if (s != FrameStatus::kOk) return s;
   uint32_t len = static_cast<uint32_t>(header[0]) | (static_cast<uint32_t>(header[1]) << 8) |
                  (static_cast<uint32_t>(header[2]) << 16) | (static_cast<uint32_t>(header[3]) << 24);
@@ -153,7 +184,7 @@ FrameStatus read_frame(int fd, size_t max_bytes, Clock::time_point deadline, std
     return FrameStatus::kTooLarge;
   }
   payload->assign(len, '\0');
-  return read_exact(fd, payload->data(), len, deadline, fds, error, sender_pid);
+  return read_exact(fd, payload->data(), len, deadline, spin, fds, error, sender_pid);
 }
 
 }  // namespace spade::envsandbox

@@ -48,8 +48,8 @@ std::string load_failure_reason(const CallResult& load) {
 
 std::unique_ptr<Game> Game::open(EnvServer& server, const std::string& source, int max_turns_cap,
                                  std::string* reason, std::string* detail) {
-  std::unique_ptr<EnvInstance> instance = server.spawn();
-  CallResult r = instance->load(source, max_turns_cap);
+  CallResult r;
+  std::unique_ptr<EnvInstance> instance = server.spawn_loaded(source, max_turns_cap, &r);
   if (!r.ok()) {
     set(reason, load_failure_reason(r));
     set(detail, r.detail);

@@ -37,7 +37,8 @@ class Game {
   /// Actions longer than this many characters are cut (reference §3: "Actions capped at 100k").
   static constexpr size_t kMaxActionChars = 100000;
 
-  /// Spawns an instance and loads `source` with `max_turns_cap` (reference §2: 25). On failure returns
+  /// Spawns an instance and loads `source` with `max_turns_cap` (reference §2: 25), through
+  /// EnvServer::spawn_loaded (the G plays of one program find it already loaded). On failure returns
   /// nullptr with `*reason` = load_failure_reason() and `*detail` the explanation (both optional).
   static std::unique_ptr<Game> open(EnvServer& server, const std::string& source, int max_turns_cap,
                                     std::string* reason, std::string* detail = nullptr);

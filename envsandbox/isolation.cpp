@@ -1,5 +1,6 @@
 #include "envsandbox/isolation.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -68,6 +69,24 @@ std::string own_cgroup(const std::string& controller) {
 }
 
 // Creates <mount>/<own path>/<name> (falling back to <mount>/<name>); "" with `*why` on failure.
+// Removes pool cgroups that hosts killed without cleaning up (kill -9) left in `parent`: directories
+// "spade-envd-<pid>-<n>" whose <pid> is not running. rmdir refuses a cgroup that still holds a process,
+// so a pool still in use is never removed. Without this, a new host given a dead host's pid would
+// collide with its directory and run without cgroup caps.
+void remove_stale_cgroups(const std::string& parent) {
+  DIR* dir = opendir(parent.c_str());
+  if (dir == nullptr) return;
+  const std::string prefix = "spade-envd-";
+  while (dirent* e = readdir(dir)) {
+    std::string name = e->d_name;
+    if (name.rfind(prefix, 0) != 0) continue;
+    pid_t pid = static_cast<pid_t>(std::atol(name.c_str() + prefix.size()));
+    if (pid <= 0 || pid == getpid() || kill(pid, 0) == 0 || errno == EPERM) continue;  // owner alive
+    rmdir((parent + "/" + name).c_str());
+  }
+  closedir(dir);
+}
+
 std::string make_cgroup_dir(const std::string& controller, const std::string& name, std::string* why) {
   std::string mount = "/sys/fs/cgroup/" + controller;
   struct stat st{};
@@ -77,8 +96,11 @@ std::string make_cgroup_dir(const std::string& controller, const std::string& na
   }
   std::string own = own_cgroup(controller);
   for (const std::string& parent : {mount + (own == "/" ? "" : own), mount}) {
+    remove_stale_cgroups(parent);
     std::string dir = parent + "/" + name;
     if (mkdir(dir.c_str(), 0755) == 0) return dir;
+    // Names are unique within this process, so an existing one was left by a dead host with our pid.
+    if (errno == EEXIST && rmdir(dir.c_str()) == 0 && mkdir(dir.c_str(), 0755) == 0) return dir;
     *why = "cannot create " + dir + ": " + std::strerror(errno);
   }
   return "";
@@ -215,9 +237,10 @@ std::mutex g_probe_mu;
 std::map<std::string, std::string> g_probe_results;  // command line -> "" (works) or the failure
 std::set<std::string> g_warned;
 
-void warn_once(const std::string& message) {
+// Prints `message` the first time `key` is seen in this process.
+void warn_once(const std::string& key, const std::string& message) {
   std::lock_guard<std::mutex> lock(g_probe_mu);
-  if (!g_warned.insert(message).second) return;
+  if (!g_warned.insert(key).second) return;
   std::fprintf(stderr, "%s\n", message.c_str());
   std::fflush(stderr);
 }
@@ -331,7 +354,7 @@ LaunchPlan plan_launch(const SandboxOptions& o, const std::string& envd_path, co
                   "sandbox namespaces: " + failure);
     } else {
       info.fallback_reason = failure;
-      warn_once("spade-envd: WARNING: bubblewrap cannot create the sandbox namespaces (" + failure +
+      warn_once(failure, "spade-envd: WARNING: bubblewrap cannot create the sandbox namespaces (" + failure +
                 "); environments run WITHOUT namespace isolation (no private network, pid, mount or ipc "
                 "namespace; host files readable per the sandbox uid), with rlimits, seccomp" +
                 std::string(drop ? ", an unprivileged uid" : "") + (cgroup ? " and cgroup caps" : "") +

@@ -11,6 +11,13 @@
 //                                         or {"error":"..."}. "spares" (optional, default 0, at most
 //                                         kMaxSpares): children with the same limits to keep forked and
 //                                         waiting for the next spawns (envd_zygote.h).
+//   {"op":"spawn",...,"preload":S,"preload_spares":M}
+//                                      -> {"pid":N,"loaded":bool}: S is a child-channel load request
+//                                         (below) written verbatim to up to M extra spares while they
+//                                         wait; a spare whose preload equals S is handed over with
+//                                         "loaded":true (the host then reads the hello and the load's
+//                                         reply as if it had sent S itself); otherwise "loaded":false.
+//                                         A different S replaces the preloaded spares (envd_zygote.h).
 //   {"op":"status","pid":N}            -> {"state":"running"|"exited"|"signaled"|"unknown","code":N,"signal":N}
 //   {"op":"kill","pid":N}              -> {"done":true}   SIGKILL the child's process group
 //   {"op":"release","pid":N}           -> {"done":true}   kill, then forget it once reaped

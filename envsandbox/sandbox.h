@@ -107,6 +107,17 @@ struct SandboxOptions {
   /// of forking on the caller's path (start-up = load + reset; envd_zygote.h). Each costs an idle
   /// process (~2.4 MiB resident, bench/RESULTS.md) and counts against pool_max_tasks. 0 disables.
   int spare_children = 2;
+  /// Most microseconds a waiting reader polls without blocking before it sleeps: the host waiting for
+  /// a child's reply or the zygote's, and a child waiting for its next request (frame.h, SpinBudget:
+  /// a sleeping reader costs an inter-processor wake-up, tens of microseconds on VMs; the spin is
+  /// dropped on a channel whose waits outlast it, e.g. when no core is free). 0: always block.
+  int spin_us = 50;
+  /// Children kept waiting with the most recently requested program already loaded, for
+  /// EnvServer::spawn_loaded (in addition to spare_children; envd_zygote.h): start-up is then the
+  /// hand-over and reset() only. A spawn_loaded with another program replaces them (their work is
+  /// lost), so this pays off when one program is started several times in a row (the G episodes of
+  /// one environment). 0 disables.
+  int preload_spares = 2;
 };
 
 /// Which isolation layers an EnvServer actually has (they depend on the machine).
@@ -170,6 +181,13 @@ class EnvServer {
   /// spade::Error if no child can be created (e.g. fork fails with EAGAIN, or the restart fails).
   std::unique_ptr<EnvInstance> spawn();
 
+  /// spawn() then EnvInstance::load(source, max_turns_cap), with the load possibly done ahead of the
+  /// caller: the request asks the zygote to keep options().preload_spares children that have already
+  /// received this load request (protocol.h). When one is waiting, the load's reply is read from its
+  /// channel; otherwise the load is sent as usual. Either way `*load` gets what load() would return
+  /// (a preloaded child's time and deadline count from the hand-over). Throws like spawn().
+  std::unique_ptr<EnvInstance> spawn_loaded(const std::string& source, int max_turns_cap, CallResult* load);
+
   const SandboxOptions& options() const { return options_; }
 
   /// Path of the spade-envd binary in use.
@@ -190,6 +208,8 @@ class EnvServer {
 
  private:
   std::shared_ptr<detail::ZygoteProcess> start_zygote();
+  /// spawn() and spawn_loaded(): `preload` is a load request for preloaded spares ("" = none).
+  std::unique_ptr<EnvInstance> spawn_child(const std::string& preload, bool* loaded);
 
   SandboxOptions options_;
   std::string envd_path_;
@@ -257,7 +277,16 @@ class EnvInstance {
   /// Reads the child's hello frame (once) to learn its host pid; false if the channel failed.
   bool read_hello(Clock::time_point deadline) const;
 
+  static nlohmann::json load_request(const std::string& source, int max_turns_cap);
+  /// The reply to a load request the zygote wrote before the hand-over (EnvServer::spawn_loaded).
+  CallResult receive_preloaded_load();
+  /// Checks a load reply's shape; sets max_turns_.
+  CallResult check_load(CallResult r);
+  /// Sends `request` and receives its reply.
   CallResult request(const nlohmann::json& request, const std::string& what, double timeout_s);
+  /// Receives the reply to a request written with status `sent` (the hello first, once).
+  CallResult receive(FrameStatus sent, std::string io_error, const std::string& what, double timeout_s,
+                     Clock::time_point start, Clock::time_point deadline);
   CallResult fail(const std::string& reason, const std::string& detail, bool kill_process);
   CallResult lost(const std::string& what);
   void keep_output(const nlohmann::json& reply);
@@ -272,6 +301,7 @@ class EnvInstance {
   std::string dead_reason_, dead_detail_;
   std::string output_;
   std::optional<int64_t> max_turns_;
+  SpinBudget spin_;  // waits for this child's replies (SandboxOptions::spin_us)
 };
 
 }  // namespace spade::envsandbox

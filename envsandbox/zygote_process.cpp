@@ -234,7 +234,7 @@ bool ZygoteProcess::request(const json& req, json* reply, int* passed_fd, std::s
   std::vector<int> fds;
   FrameStatus s = write_frame(fd_, req.dump(), deadline, -1, &io_error);
   if (s == FrameStatus::kOk)
-    s = read_frame(fd_, protocol::kMaxRequestBytes, deadline, &payload, &fds, &io_error);
+    s = read_frame(fd_, protocol::kMaxRequestBytes, deadline, &payload, &fds, &io_error, nullptr, &spin);
   if (s != FrameStatus::kOk) {
     for (int fd : fds) close(fd);
     broken_ = true;
@@ -259,10 +259,16 @@ bool ZygoteProcess::request(const json& req, json* reply, int* passed_fd, std::s
   return true;
 }
 
-bool ZygoteProcess::spawn(const json& limits, int spares, pid_t* pid, int* fd, std::string* error) {
+bool ZygoteProcess::spawn(const json& limits, int spares, pid_t* pid, int* fd, std::string* error,
+                          const std::string& preload, int preload_spares, bool* loaded) {
   json reply;
   int passed = -1;
-  if (!request(json{{"op", "spawn"}, {"limits", limits}, {"spares", spares}}, &reply, &passed, error)) return false;
+  json req{{"op", "spawn"}, {"limits", limits}, {"spares", spares}};
+  if (!preload.empty()) {
+    req["preload"] = preload;
+    req["preload_spares"] = preload_spares;
+  }
+  if (!request(req, &reply, &passed, error)) return false;
   auto p = reply.find("pid");
   if (passed < 0 || p == reply.end() || !p->is_number_integer()) {
     if (passed >= 0) close(passed);
@@ -271,6 +277,7 @@ bool ZygoteProcess::spawn(const json& limits, int spares, pid_t* pid, int* fd, s
   }
   *pid = p->get<pid_t>();
   *fd = passed;
+  if (loaded != nullptr) *loaded = reply.value("loaded", false) && !preload.empty();
   return true;
 }
 

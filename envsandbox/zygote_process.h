@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "envsandbox/frame.h"
+
 namespace spade::envsandbox::detail {
 
 class PoolCgroup;
@@ -50,7 +52,10 @@ class ZygoteProcess {
   /// Gets a child with `limits` (envd_child.h ChildLimits fields): a waiting spare or a fresh fork, and
   /// asks the zygote to keep `spares` more waiting (protocol.h). On success sets `*pid` and `*fd` (the
   /// host end of the child's channel, close-on-exec) and returns true; else sets `*error`.
-  bool spawn(const nlohmann::json& limits, int spares, pid_t* pid, int* fd, std::string* error);
+  /// `preload`/`preload_spares` (protocol.h): a load request for preloaded spares ("" = none); *loaded
+  /// (when non-null) tells whether the child handed over already received it.
+  bool spawn(const nlohmann::json& limits, int spares, pid_t* pid, int* fd, std::string* error,
+             const std::string& preload = "", int preload_spares = 0, bool* loaded = nullptr);
 
   /// The child's state: {"state":"running"|"exited"|"signaled"|"unknown", "code"/"signal"}.
   /// "unknown" when the zygote cannot be asked.
@@ -64,6 +69,8 @@ class ZygoteProcess {
 
   /// The pool's cgroup (null without one): kept alive, and so not removed, while this handle lives.
   std::shared_ptr<PoolCgroup> cgroup;
+  /// Spin before blocking on a control reply (SandboxOptions::spin_us); used under the request mutex.
+  SpinBudget spin;
   /// Kills by the pool cgroup's OOM killer so far; -1 without a memory cgroup.
   int64_t oom_kills() const;
 

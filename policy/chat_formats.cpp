@@ -90,17 +90,20 @@ std::string render_chatml(const std::vector<RichMessage>& msgs, const ChatRender
 void require_plain(const std::vector<RichMessage>& msgs, const ChatRenderOptions& o, const char* fmt) {
   if (!o.tools.empty()) throw spade::Error(std::string("render_chat: tools are not supported by the ") + fmt + " format");
   for (const auto& m : msgs) {
-    if (m.role != "system" && m.role != "user" && m.role != "assistant")
+    if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool")
       throw spade::Error(std::string("render_chat: role '") + m.role + "' is not supported by the " + fmt + " format");
     if (!m.tool_calls.empty())
       throw spade::Error(std::string("render_chat: tool calls are not supported by the ") + fmt + " format");
   }
 }
 
+// Llama 3 / Llama 2 / Mistral have no tool role: a tool result is a user message (chat_formats.h).
+std::string plain_role(const std::string& role) { return role == "tool" ? "user" : role; }
+
 // Llama 2 / Mistral: after an optional system message, roles must alternate user/assistant/...
 void require_alternation(const std::vector<RichMessage>& msgs, size_t start, const char* fmt) {
   for (size_t i = start; i < msgs.size(); ++i)
-    if ((msgs[i].role == "user") != ((i - start) % 2 == 0))
+    if (plain_role(msgs[i].role) != ((i - start) % 2 == 0 ? "user" : "assistant"))
       throw spade::Error(std::string("render_chat: ") + fmt +
                          " conversations must alternate user/assistant/user/... (message " + std::to_string(i) +
                          " is '" + msgs[i].role + "')");
@@ -134,7 +137,7 @@ std::string render_chat(ChatFormat format, const std::vector<RichMessage>& msgs,
       require_plain(msgs, o, "llama3");
       std::string out = "<|begin_of_text|>";
       for (const auto& m : msgs)
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
+        out += "<|start_header_id|>" + plain_role(m.role) + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
       if (o.add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
       return out;
     }
@@ -146,7 +149,7 @@ std::string render_chat(ChatFormat format, const std::vector<RichMessage>& msgs,
       std::string out;
       for (size_t i = start; i < msgs.size(); ++i) {
         const RichMessage& m = msgs[i];
-        if (m.role == "user") {
+        if (plain_role(m.role) == "user") {
           std::string content = m.content;
           if (sys && i == start) content = "<<SYS>>\n" + msgs[0].content + "\n<</SYS>>\n\n" + content;
           out += "<s>[INST] " + trim(content) + " [/INST]";
@@ -164,7 +167,7 @@ std::string render_chat(ChatFormat format, const std::vector<RichMessage>& msgs,
       std::string out = "<s>";
       for (size_t i = start; i < msgs.size(); ++i) {
         const RichMessage& m = msgs[i];
-        if (m.role == "user") {
+        if (plain_role(m.role) == "user") {
           std::string content = m.content;
           if (sys && i == start) content = msgs[0].content + "\n\n" + content;
           out += "[INST] " + content + " [/INST]";

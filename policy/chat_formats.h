@@ -13,10 +13,13 @@
 //   kLlama3 (Llama 3 / 3.1 without the 3.1 date header):
 //     <|begin_of_text|><|start_header_id|>{role}<|end_header_id|>\n\n{content, trimmed}<|eot_id|> ...
 //     [<|start_header_id|>assistant<|end_header_id|>\n\n]
-//   kLlama2 (Llama 2 chat):
+//   kLlama2 (Llama 2 chat; user and assistant contents trimmed, as the template's .strip()):
 //     <s>[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST] {assistant} </s><s>[INST] {user} [/INST]
-//   kMistral (Mistral 7B Instruct v0.1/v0.2; system text is prepended to the first user message):
+//   kMistral (Mistral 7B Instruct v0.1/v0.2; system text + "\n\n" is prepended to the first user message):
 //     <s>[INST] {user} [/INST]{assistant}</s>[INST] {user} [/INST]
+//   A "tool" message (a tool's result) is rendered as a user message in Llama 3, Llama 2 and Mistral
+//   (spade's documented mapping: none of these templates has a tool role; see chat_template.h), and as
+//   Qwen's <tool_response> user turn in ChatML.
 // Pure functions of their inputs; thread-safe.
 #pragma once
 
@@ -25,11 +28,15 @@
 #include <string>
 #include <vector>
 
-#include "policy/chat_template.h"
-
 namespace spade::policy {
 
 enum class ChatFormat { kChatML, kLlama3, kLlama2, kMistral };
+
+/// A plain chat message (what ChatTemplate renders token-in/token-out).
+struct ChatMessage {
+  std::string role;     // "system" | "user" | "assistant" | "tool" ...
+  std::string content;
+};
 
 /// "chatml" | "llama3" | "llama2" | "mistral".
 const char* chat_format_name(ChatFormat format);
@@ -56,8 +63,9 @@ struct ChatRenderOptions {
 };
 
 /// Renders `messages` in `format`. Throws spade::Error for a role the format cannot express
-/// (e.g. "tool" in Llama 2), tools in a format without tool support, or Llama 2/Mistral messages that
-/// do not alternate user/assistant (the templates' own rule).
+/// (Llama 2 / Mistral: anything but system/user/assistant/tool), tools or tool calls in a format
+/// without tool support, or Llama 2/Mistral messages that do not alternate user/assistant after an
+/// optional leading system message (the templates' own rule; "tool" counts as user).
 std::string render_chat(ChatFormat format, const std::vector<RichMessage>& messages, const ChatRenderOptions& options = {});
 
 /// Picks the format from a tokenizer_config.json object: its "chat_template" (a string, or a list of

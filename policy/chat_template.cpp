@@ -1,55 +1,263 @@
 #include "policy/chat_template.h"
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
 namespace spade::policy {
 
-ChatTemplate::ChatTemplate(const Tokenizer& tokenizer)
-    : tok_(tokenizer),
-      im_start_(tokenizer.token_id(kImStart)),
-      im_end_(tokenizer.token_id(kImEnd)),
-      newline_(tokenizer.encode("\n")) {}
-
 namespace {
+
 void add(std::vector<int64_t>& out, const std::vector<int64_t>& ids) { out.insert(out.end(), ids.begin(), ids.end()); }
+
+// The Jinja `trim` / Python str.strip() whitespace the Llama templates use.
+std::string trim(const std::string& s) {
+  const char* ws = " \t\n\r";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+// Qwen2.5/Qwen3 chat templates: how one tool result appears inside the user turn that carries it.
+std::string tool_response(const std::string& result) {
+  return "<tool_response>\n" + result + "\n</tool_response>";
+}
+
+int64_t special_id(const Tokenizer& tok, ChatFormat format, const char* token) {
+  try {
+    return tok.token_id(token);
+  } catch (const spade::Error& e) {
+    throw spade::Error(std::string("ChatTemplate: the ") + chat_format_name(format) + " chat format needs the special token " +
+                       token + ", which the tokenizer " + tok.model_path() + " lacks (" + e.what() + ")");
+  }
+}
+
+// Llama 2 / Mistral: a conversation after its optional system message must alternate user/assistant
+// ("tool" counts as user), as the templates' raise_exception rule.
+void require_alternation(const std::vector<ChatMessage>& msgs, size_t start, ChatFormat format) {
+  for (size_t i = start; i < msgs.size(); ++i) {
+    const std::string role = msgs[i].role == "tool" ? "user" : msgs[i].role;
+    if (role != ((i - start) % 2 == 0 ? "user" : "assistant"))
+      throw spade::Error(std::string("ChatTemplate::render: ") + chat_format_name(format) +
+                         " conversations must alternate user/assistant after an optional leading system message "
+                         "(message " + std::to_string(i) + " is '" + msgs[i].role + "')");
+  }
+}
+
+nlohmann::json read_json_if_present(const std::filesystem::path& path) {
+  if (!std::filesystem::exists(path)) return nlohmann::json::object();
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw spade::Error("ChatTemplate: " + path.string() + " is not valid JSON: " + e.what());
+  }
+}
+
 }  // namespace
 
-void ChatTemplate::append_message(std::vector<int64_t>& out, const std::string& role,
-                                  const std::string& content) const {
-  out.push_back(im_start_);
-  add(out, tok_.encode(role));
-  add(out, newline_);
-  add(out, tok_.encode(content));
-  out.push_back(im_end_);
+ChatTemplate::ChatTemplate(const Tokenizer& tokenizer) : ChatTemplate(tokenizer, ChatFormat::kChatML) {}
+
+ChatTemplate::ChatTemplate(const Tokenizer& tokenizer, ChatFormat format) : tok_(&tokenizer), format_(format) {
+  switch (format) {
+    case ChatFormat::kChatML:
+      start_ = special_id(tokenizer, format, "<|im_start|>");
+      end_ = special_id(tokenizer, format, "<|im_end|>");
+      break;
+    case ChatFormat::kLlama3:
+      bos_ = special_id(tokenizer, format, "<|begin_of_text|>");
+      start_ = special_id(tokenizer, format, "<|start_header_id|>");
+      mid_ = special_id(tokenizer, format, "<|end_header_id|>");
+      end_ = special_id(tokenizer, format, "<|eot_id|>");
+      break;
+    case ChatFormat::kLlama2:
+    case ChatFormat::kMistral:
+      bos_ = special_id(tokenizer, format, "<s>");
+      end_ = special_id(tokenizer, format, "</s>");
+      break;
+  }
+}
+
+ChatFormat ChatTemplate::detect_format(const std::string& dir, const Tokenizer& tokenizer) {
+  const std::filesystem::path d(dir);
+  const nlohmann::json tokenizer_config = read_json_if_present(d / "tokenizer_config.json");
+  const nlohmann::json config = read_json_if_present(d / "config.json");
+  std::string model_type;
+  int64_t vocab_size = tokenizer.vocab_size();
+  if (config.is_object()) {
+    if (config.contains("model_type") && config.at("model_type").is_string())
+      model_type = config.at("model_type").get<std::string>();
+    if (config.contains("vocab_size") && config.at("vocab_size").is_number_integer())
+      vocab_size = config.at("vocab_size").get<int64_t>();
+  }
+  return detect_chat_format(tokenizer_config, model_type, vocab_size);
+}
+
+ChatTemplate ChatTemplate::for_checkpoint(const std::string& dir, const Tokenizer& tokenizer) {
+  const ChatFormat format = detect_format(dir, tokenizer);
+  try {
+    return ChatTemplate(tokenizer, format);
+  } catch (const spade::Error& e) {
+    throw spade::Error(std::string(e.what()) + "; the format was detected from the files of " + dir +
+                       " (tokenizer_config.json chat_template, else config.json model_type)");
+  }
+}
+
+void ChatTemplate::add_text(std::vector<int64_t>& out, const std::string& text) const { add(out, tok_->encode(text)); }
+
+// One complete message (formats in the header). Llama 2 / Mistral user messages get their content
+// already folded with the system text by render().
+void ChatTemplate::append_message(std::vector<int64_t>& out, const std::string& role, const std::string& content) const {
+  switch (format_) {
+    case ChatFormat::kChatML:
+      out.push_back(start_);
+      if (role == "tool") {
+        add_text(out, "user");
+        add_text(out, "\n");
+        add_text(out, tool_response(content));
+      } else {
+        add_text(out, role);
+        add_text(out, "\n");
+        add_text(out, content);
+      }
+      out.push_back(end_);
+      add_text(out, "\n");
+      return;
+    case ChatFormat::kLlama3:
+      out.push_back(start_);
+      add_text(out, role == "tool" ? "user" : role);
+      out.push_back(mid_);
+      add_text(out, "\n\n");
+      add_text(out, trim(content));
+      out.push_back(end_);
+      return;
+    case ChatFormat::kLlama2:
+      if (role == "assistant") {
+        add_text(out, " " + trim(content) + " ");
+        out.push_back(end_);
+      } else {
+        out.push_back(bos_);
+        add_text(out, "[INST] " + trim(content) + " [/INST]");
+      }
+      return;
+    case ChatFormat::kMistral:
+      if (role == "assistant") {
+        add_text(out, content);
+        out.push_back(end_);
+      } else {
+        add_text(out, "[INST] " + content + " [/INST]");
+      }
+      return;
+  }
 }
 
 std::vector<int64_t> ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
   std::vector<int64_t> out;
-  for (const auto& m : messages) {
-    append_message(out, m.role, m.content);
-    add(out, newline_);
+  switch (format_) {
+    case ChatFormat::kChatML: {
+      size_t last_query = 0;  // Qwen3: assistant turns before the last user message drop their reasoning
+      for (size_t i = 0; i < messages.size(); ++i)
+        if (messages[i].role == "user") last_query = i;
+      for (size_t i = 0; i < messages.size(); ++i) {
+        const ChatMessage& m = messages[i];
+        if (m.role == "tool" && i > 0 && messages[i - 1].role == "tool") {
+          // Qwen groups consecutive tool results into one user turn: reopen the previous one.
+          out.resize(out.size() - tok_->encode("\n").size() - 1);  // drop [<|im_end|>] enc("\n")
+          add_text(out, "\n" + tool_response(m.content));
+          out.push_back(end_);
+          add_text(out, "\n");
+          continue;
+        }
+        std::string content = m.content;
+        const size_t think_end = content.rfind("</think>");
+        if (m.role == "assistant" && i < last_query && think_end != std::string::npos) {
+          content = content.substr(think_end + 8);
+          content.erase(0, std::min(content.find_first_not_of('\n'), content.size()));
+        }
+        append_message(out, m.role, content);
+      }
+      break;
+    }
+    case ChatFormat::kLlama3:
+      out.push_back(bos_);
+      for (const ChatMessage& m : messages) append_message(out, m.role, m.content);
+      break;
+    case ChatFormat::kLlama2:
+    case ChatFormat::kMistral: {
+      const bool sys = !messages.empty() && messages[0].role == "system";
+      const size_t start = sys ? 1 : 0;
+      require_alternation(messages, start, format_);
+      if (format_ == ChatFormat::kMistral) out.push_back(bos_);
+      for (size_t i = start; i < messages.size(); ++i) {
+        std::string content = messages[i].content;
+        if (sys && i == start)
+          content = format_ == ChatFormat::kLlama2 ? "<<SYS>>\n" + messages[0].content + "\n<</SYS>>\n\n" + content
+                                                   : messages[0].content + "\n\n" + content;
+        append_message(out, messages[i].role, content);
+      }
+      break;
+    }
   }
   if (add_generation_prompt) add(out, generation_prompt_ids());
   return out;
 }
 
 std::string ChatTemplate::render_text(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
-  std::string out;
-  for (const auto& m : messages) out += std::string(kImStart) + m.role + "\n" + m.content + kImEnd + "\n";
-  if (add_generation_prompt) out += std::string(kImStart) + "assistant\n";
-  return out;
+  std::vector<RichMessage> rich;
+  for (const ChatMessage& m : messages) rich.push_back({m.role, m.content, {}});
+  ChatRenderOptions options;
+  options.add_generation_prompt = add_generation_prompt;
+  return render_chat(format_, rich, options);
 }
 
 std::vector<int64_t> ChatTemplate::ids_for_turn(const std::string& role, const std::string& text) const {
-  std::vector<int64_t> out = newline_;  // closes the assistant turn that ended with <|im_end|>
-  append_message(out, role, text);
-  add(out, newline_);
+  std::vector<int64_t> out;
+  switch (format_) {
+    case ChatFormat::kChatML:
+      add_text(out, "\n");  // closes the assistant turn that ended with <|im_end|>
+      append_message(out, role, text);
+      break;
+    case ChatFormat::kLlama3:
+      append_message(out, role, text);
+      break;
+    case ChatFormat::kLlama2:
+    case ChatFormat::kMistral:
+      if (role != "user" && role != "tool")
+        throw spade::Error(std::string("ChatTemplate::ids_for_turn: the ") + chat_format_name(format_) +
+                           " format alternates user/assistant turns: after an assistant turn only a 'user' or "
+                           "'tool' turn can follow, not '" + role + "'");
+      append_message(out, "user", text);
+      break;
+  }
   add(out, generation_prompt_ids());
   return out;
 }
 
 std::vector<int64_t> ChatTemplate::generation_prompt_ids() const {
-  std::vector<int64_t> out{im_start_};
-  add(out, tok_.encode("assistant"));
-  add(out, newline_);
+  std::vector<int64_t> out;
+  switch (format_) {
+    case ChatFormat::kChatML:
+      out.push_back(start_);
+      add_text(out, "assistant");
+      add_text(out, "\n");
+      break;
+    case ChatFormat::kLlama3:
+      out.push_back(start_);
+      add_text(out, "assistant");
+      out.push_back(mid_);
+      add_text(out, "\n\n");
+      break;
+    case ChatFormat::kLlama2:
+    case ChatFormat::kMistral:
+      break;  // "[/INST]" ends the user turn and opens the answer
+  }
   return out;
 }
 

@@ -1,23 +1,64 @@
-// ChatTemplate: the default ChatML chat format rendered token-in/token-out.
+// ChatTemplate: a family's chat format (policy/chat_formats.h: ChatML, Llama 3, Llama 2, Mistral)
+// rendered token-in/token-out, for every rollout (prompts, multi-turn episodes, the sampler's stop id).
 //
-//   message             = <|im_start|> role "\n" content <|im_end|> "\n"
-//   generation prompt   = <|im_start|> "assistant\n"
-//   end of an assistant turn (the sampler's stop token) = <|im_end|>
+// Special tokens are inserted by id (never parsed from text); text pieces are encoded separately
+// (Tokenizer::encode, parse_special = false) at boundaries fixed per format, so appending a turn never
+// changes earlier tokens: the history is never re-tokenized (trainer-anchors §2). enc(x) below is
+// tok.encode(x); [T] is the id of special token T. Formats (text forms and sources: chat_formats.h):
 //
-// Special tokens are inserted by id; text pieces are encoded separately, always at the same
-// boundaries: enc(role), enc("\n"), enc(content), enc("\n"), enc("assistant"), enc("\n"). Because the
-// boundaries are fixed, appending never changes earlier tokens (no re-tokenization of history,
-// trainer-anchors §2).
+//   kChatML (Qwen2/2.5/3, spade's tiny default):
+//     message         = [<|im_start|>] enc(role) enc("\n") enc(content) [<|im_end|>] enc("\n")
+//     gen. prompt     = [<|im_start|>] enc("assistant") enc("\n")
+//     end of turn     = <|im_end|>
+//     ids_for_turn(r, t) = enc("\n") message(r, t) gen.prompt   (the "\n" closes the sampled turn)
+//   kLlama3 (Llama 3 / 3.1 template without the 3.1 date header):
+//     conversation    = [<|begin_of_text|>] message...
+//     message         = [<|start_header_id|>] enc(role) [<|end_header_id|>] enc("\n\n") enc(trim(content))
+//                       [<|eot_id|>]                    (trim = the template's `| trim`: " \t\n\r")
+//     gen. prompt     = [<|start_header_id|>] enc("assistant") [<|end_header_id|>] enc("\n\n")
+//     end of turn     = <|eot_id|>
+//     ids_for_turn(r, t) = message(r, t) gen.prompt
+//   kLlama2 (Llama 2 chat; the system message is folded into the first user message):
+//     user message    = [<s>] enc("[INST] " + trim(content') + " [/INST]")
+//                       content' = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content for the first one
+//     assistant msg   = enc(" " + trim(content) + " ") [</s>]
+//     gen. prompt     = (none: "[/INST]" opens the answer)
+//     end of turn     = </s>
+//     ids_for_turn(user, t) = user message(t)
+//   kMistral (Mistral 7B Instruct v0.1/v0.2; system text prepended to the first user message + "\n\n"):
+//     conversation    = [<s>] message...
+//     user message    = enc("[INST] " + content' + " [/INST]");  assistant msg = enc(content) [</s>]
+//     gen. prompt     = (none);  end of turn = </s>
+//     ids_for_turn(user, t) = user message(t)
 //
-// Append convention for multi-turn rollouts: a sampled assistant turn ends with <|im_end|> (the stop
-// token is kept); the "\n" that closes it in the rendered form is emitted by the NEXT appended turn:
-//   ids_for_turn(role, text) = enc("\n") <|im_start|> enc(role) enc("\n") enc(text) <|im_end|> enc("\n")
-//                              <|im_start|> enc("assistant") enc("\n")
-// Hence render(msgs, true) + enc(a) + [<|im_end|>] + ids_for_user_turn(u)
-//    == render(msgs + {assistant: a, user: u}, true)
-// (exactly, when the sampled ids of the assistant turn equal enc(a); in a rollout the sampled ids are
-// kept as they are). An assistant turn cut by max_new_tokens must be closed with close_turn_ids()
-// ({<|im_end|>}) before appending.
+// Append convention for multi-turn rollouts: a sampled assistant turn ends with the end-of-turn id (the
+// sampler's stop token is kept); ids_for_turn() then closes it (ChatML's "\n"), adds the role turn and
+// opens the next assistant turn. Hence, for every format,
+//   render(msgs, true) + A + [end of turn] + ids_for_turn("user", u)
+//     == render(msgs + {assistant: a, user: u}, true)
+// where A is the template's encoding of the assistant content a (enc(a); Llama 3 enc(trim(a));
+// Llama 2 enc(" " + trim(a) + " ")). In a rollout the sampled ids are kept as they are. An assistant
+// turn cut by max_new_tokens must be closed with close_turn_ids() before appending.
+//
+// Roles. ChatML and Llama 3 put any role name in the header. The "tool" role (a tool's result) is
+// mapped as follows (documented choice, checked by tests/policy/test_chat_template.cpp):
+//   ChatML: as Qwen2.5/Qwen3 render it, a user turn with content "<tool_response>\n" + result +
+//           "\n</tool_response>"; render() groups consecutive tool messages into one user turn as Qwen
+//           does (each further result adds enc("\n<tool_response>\n" + result + "\n</tool_response>")).
+//   Llama 3, Llama 2, Mistral: a user turn with the result as its content (none of these models was
+//           trained with a tool role: the Llama 2 / Mistral templates reject any other role, Llama 3.0's
+//           would print "tool" as an unknown header).
+// Llama 2 / Mistral: after the optional leading system message roles must alternate user/assistant
+// (tool counting as user), as their templates require; a system message elsewhere is an error.
+// ChatML: assistant messages before the last user message keep only the text after their last
+// "</think>" (Qwen3's template), so render() matches render_chat() for Qwen3 histories; sampled turns
+// in a rollout keep their reasoning (they are never re-rendered).
+//
+// Text: with a tokenizer for which decode(enc(x) + enc(y)) == x + y (byte-level BPE: Qwen, Llama 3;
+// spade's SentencePiece models, which have no dummy prefix) decode(render(m, g)) == render_text(m, g)
+// == render_chat(format, m, g). A SentencePiece model with add_dummy_prefix (Meta's Llama 2 / Mistral
+// tokenizer.model) prefixes every encoded piece with "▁": user turns then equal Meta's own encoding
+// ("▁[INST]..."), assistant history turns gain one extra leading space.
 // Thread safety: const methods are safe concurrently (the tokenizer is only read).
 #pragma once
 
@@ -25,46 +66,67 @@
 #include <string>
 #include <vector>
 
+#include "policy/chat_formats.h"
 #include "policy/tokenizer.h"
 
 namespace spade::policy {
 
-struct ChatMessage {
-  std::string role;     // "system" | "user" | "assistant" | "tool" ...
-  std::string content;
-};
-
 class ChatTemplate {
  public:
-  /// Keeps a reference to `tokenizer` (must outlive this object). Throws spade::Error if the
-  /// tokenizer lacks <|im_start|> or <|im_end|>.
+  /// The ChatML format (spade's tiny models, Qwen). Keeps a reference to `tokenizer` (must outlive
+  /// this object). Throws spade::Error if the tokenizer lacks <|im_start|> or <|im_end|>.
   explicit ChatTemplate(const Tokenizer& tokenizer);
 
-  /// Ids of the conversation (format above), plus the generation prompt if requested.
+  /// `format` over `tokenizer`. Throws spade::Error naming the format and the token when the tokenizer
+  /// lacks one of the format's special tokens (ChatML: <|im_start|> <|im_end|>; Llama 3:
+  /// <|begin_of_text|> <|start_header_id|> <|end_header_id|> <|eot_id|>; Llama 2 / Mistral: <s> </s>).
+  ChatTemplate(const Tokenizer& tokenizer, ChatFormat format);
+
+  /// The template of the checkpoint (or tokenizer) directory `dir`: the format is
+  /// detect_chat_format(DIR/tokenizer_config.json, config.json "model_type", config.json "vocab_size"
+  /// or else tokenizer.vocab_size()); missing files count as empty (-> ChatML). Throws spade::Error for
+  /// a file that is not valid JSON (naming it) or a tokenizer lacking the detected format's tokens
+  /// (naming the format, the token and `dir`).
+  static ChatTemplate for_checkpoint(const std::string& dir, const Tokenizer& tokenizer);
+
+  /// The format detect_chat_format picks for `dir` (as for_checkpoint, without building a template).
+  static ChatFormat detect_format(const std::string& dir, const Tokenizer& tokenizer);
+
+  ChatFormat format() const { return format_; }
+
+  /// Ids of the conversation (formats above), plus the generation prompt if requested (none for
+  /// Llama 2 / Mistral). Throws spade::Error for Llama 2 / Mistral messages that do not alternate.
   std::vector<int64_t> render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
 
-  /// The same conversation as text (for logs; never tokenized again).
+  /// The same conversation as text, from render_chat() (chat_formats.h, an independent implementation
+  /// of the published templates); for logs, never tokenized again.
   std::string render_text(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
 
-  /// Ids to append after an assistant turn that ended with <|im_end|>: closes it, adds a `role` turn
-  /// with `text`, and opens the next assistant turn (see the header comment).
+  /// Ids to append after an assistant turn that ended with eos_id(): closes it, adds a `role` turn with
+  /// `text`, and opens the next assistant turn (see the header comment). role "tool" is mapped as
+  /// documented above. Throws spade::Error for Llama 2 / Mistral when `role` is not "user" or "tool".
   std::vector<int64_t> ids_for_turn(const std::string& role, const std::string& text) const;
   std::vector<int64_t> ids_for_user_turn(const std::string& text) const { return ids_for_turn("user", text); }
 
-  /// <|im_start|> enc("assistant") enc("\n").
+  /// Ids that open an assistant turn (formats above; empty for Llama 2 / Mistral).
   std::vector<int64_t> generation_prompt_ids() const;
-  /// {<|im_end|>}: closes an assistant turn that was cut by the token limit.
-  std::vector<int64_t> close_turn_ids() const { return {im_end_}; }
+  /// {eos_id()}: closes an assistant turn that was cut by the token limit.
+  std::vector<int64_t> close_turn_ids() const { return {end_}; }
 
-  int64_t im_start_id() const { return im_start_; }
-  /// The end-of-turn id: give it to SamplingParams::stop_token_ids.
-  int64_t eos_id() const { return im_end_; }
+  /// <|im_start|> for ChatML; -1 for the other formats.
+  int64_t im_start_id() const { return format_ == ChatFormat::kChatML ? start_ : -1; }
+  /// The end-of-turn id (<|im_end|>, <|eot_id|>, </s>): give it to SamplingParams::stop_token_ids.
+  int64_t eos_id() const { return end_; }
 
  private:
+  void add_text(std::vector<int64_t>& out, const std::string& text) const;
   void append_message(std::vector<int64_t>& out, const std::string& role, const std::string& content) const;
-  const Tokenizer& tok_;
-  int64_t im_start_, im_end_;
-  std::vector<int64_t> newline_;
+  const Tokenizer* tok_;
+  ChatFormat format_;
+  int64_t bos_ = -1;    // <|begin_of_text|> / <s>; -1 for ChatML
+  int64_t start_ = -1;  // <|im_start|> / <|start_header_id|>; -1 for Llama 2 / Mistral
+  int64_t mid_ = -1;    // <|end_header_id|> (Llama 3 only)
+  int64_t end_ = -1;    // end of turn
 };
 
 }  // namespace spade::policy

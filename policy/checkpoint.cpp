@@ -29,6 +29,34 @@ const char* kChatTemplateJinja =
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
     "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
+// tokenizer_config.json for spade's own SentencePiece tokenizers: ChatML special tokens and template.
+void write_chatml_tokenizer_config(const std::string& tmp) {
+  json tc = {{"tokenizer_class", "LlamaTokenizer"}, {"add_bos_token", false}, {"add_eos_token", false},
+             {"legacy", false}, {"add_prefix_space", false},
+             {"bos_token", "<s>"}, {"eos_token", kImEnd}, {"pad_token", "<pad>"}, {"unk_token", "<unk>"},
+             {"additional_special_tokens", {kImStart, kImEnd}}, {"chat_template", kChatTemplateJinja}};
+  spade::write_file_atomic((fs::path(tmp) / "tokenizer_config.json").string(), tc.dump(2) + "\n");
+}
+
+// Copies `tokenizer` (as `saved_name`) and the tokenizer_config.json / special_tokens_map.json next to
+// it into `tmp`, unchanged; true when a tokenizer_config.json was among them.
+bool copy_tokenizer_files(const fs::path& tokenizer, const std::string& saved_name, const std::string& tmp) {
+  const fs::path src_dir = tokenizer.parent_path();
+  const std::vector<std::pair<fs::path, std::string>> files = {
+      {tokenizer, saved_name},
+      {src_dir / "tokenizer_config.json", "tokenizer_config.json"},
+      {src_dir / "special_tokens_map.json", "special_tokens_map.json"}};
+  bool has_config = false;
+  for (const auto& [from, name] : files) {
+    if (name != saved_name && !fs::exists(from)) continue;
+    std::error_code ec;
+    fs::copy_file(from, fs::path(tmp) / name, fs::copy_options::overwrite_existing, ec);
+    if (ec) throw spade::Error(from.string() + ": cannot copy tokenizer file into " + tmp + ": " + ec.message());
+    has_config = has_config || name == "tokenizer_config.json";
+  }
+  return has_config;
+}
+
 }  // namespace
 
 ModelConfig load_model_config(const std::string& dir) {
@@ -68,27 +96,12 @@ void save_checkpoint(const std::string& dir, Transformer& model, const Checkpoin
   }
   write_safetensors((fs::path(tmp) / "model.safetensors").string(), tensors, {{"format", "pt"}});
 
-  if (!o.tokenizer_model.empty() && fs::path(o.tokenizer_model).extension() == ".json") {
-    // HF tokenizer.json: copy it and the tokenizer files that came with it (their chat template and
-    // special tokens are the model's own; nothing is rewritten).
-    const fs::path src_dir = fs::path(o.tokenizer_model).parent_path();
-    const std::vector<std::pair<fs::path, std::string>> files = {
-        {o.tokenizer_model, "tokenizer.json"},
-        {src_dir / "tokenizer_config.json", "tokenizer_config.json"},
-        {src_dir / "special_tokens_map.json", "special_tokens_map.json"}};
-    for (const auto& [from, name] : files) {
-      if (name != "tokenizer.json" && !fs::exists(from)) continue;
-      fs::copy_file(from, fs::path(tmp) / name, fs::copy_options::overwrite_existing, ec);
-      if (ec) throw spade::Error(from.string() + ": cannot copy tokenizer file into " + tmp + ": " + ec.message());
-    }
-  } else if (!o.tokenizer_model.empty()) {
-    fs::copy_file(o.tokenizer_model, fs::path(tmp) / "tokenizer.model", fs::copy_options::overwrite_existing, ec);
-    if (ec) throw spade::Error(o.tokenizer_model + ": cannot copy tokenizer into " + tmp + ": " + ec.message());
-    json tc = {{"tokenizer_class", "LlamaTokenizer"}, {"add_bos_token", false}, {"add_eos_token", false},
-               {"legacy", false}, {"add_prefix_space", false},
-               {"bos_token", "<s>"}, {"eos_token", kImEnd}, {"pad_token", "<pad>"}, {"unk_token", "<unk>"},
-               {"additional_special_tokens", {kImStart, kImEnd}}, {"chat_template", kChatTemplateJinja}};
-    spade::write_file_atomic((fs::path(tmp) / "tokenizer_config.json").string(), tc.dump(2) + "\n");
+  if (!o.tokenizer_model.empty()) {
+    // HF tokenizer.json, or SentencePiece tokenizer.model. A user's tokenizer keeps its own config and
+    // chat template; only spade's own SentencePiece tokenizers (trained without one) get ChatML's.
+    bool json_tokenizer = fs::path(o.tokenizer_model).extension() == ".json";
+    bool has_config = copy_tokenizer_files(o.tokenizer_model, json_tokenizer ? "tokenizer.json" : "tokenizer.model", tmp);
+    if (!has_config && !json_tokenizer) write_chatml_tokenizer_config(tmp);
   }
   spade::publish_directory(tmp, dir);
 }

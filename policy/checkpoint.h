@@ -17,9 +17,11 @@ struct CheckpointSaveOptions {
   /// Tensor dtype in model.safetensors: "float32" (exact) or "bfloat16" (the HF export default).
   std::string dtype = "float32";
   /// Tokenizer file to ship with the checkpoint (Tokenizer::model_path()); empty = no tokenizer files.
-  /// A SentencePiece .model is copied to DIR/tokenizer.model and a tokenizer_config.json (ChatML template,
-  /// our special tokens) is written; a "*.json" (HF tokenizer.json) is copied to DIR/tokenizer.json
-  /// together with the tokenizer_config.json and special_tokens_map.json found beside it, unchanged.
+  /// It is copied to DIR/tokenizer.model (SentencePiece) or DIR/tokenizer.json (a "*.json", HF
+  /// tokenizer.json) together with the tokenizer_config.json and special_tokens_map.json found beside
+  /// it, unchanged (a Llama 2 / Mistral / Qwen checkpoint keeps its chat template). A SentencePiece
+  /// model with no tokenizer_config.json beside it (spade's own tiny tokenizers) gets one written:
+  /// ChatML template and our special tokens.
   std::string tokenizer_model;
   /// Written to generation_config.json (SPADE reference §5 sampling defaults).
   double temperature = 0.6, top_p = 0.95;

@@ -2,10 +2,12 @@
 //
 // Supported: Debian's LibTorch 1.13 (CPU; the default build) and PyTorch 2.x LibTorch (CPU/CUDA builds).
 // Code elsewhere in the project must not test TORCH_VERSION_* itself: add a helper here instead.
-// Header-only; cheap to include (only <torch/version.h> and ATen core headers).
+// Header-only. Includes <ATen/autocast_mode.h> (which pulls in ATen.h) for the autocast helpers.
 #pragma once
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/Tensor.h>
+#include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 #include <torch/version.h>
 
@@ -32,5 +34,59 @@ inline const void* const_data(const at::Tensor& t) {
 /// Element size in bytes of a scalar type. c10::elementSize exists in both versions; 2.x also offers
 /// c10::elementSize via <c10/core/ScalarType.h> (same header), kept here so callers have one spelling.
 inline int64_t element_size(c10::ScalarType t) { return static_cast<int64_t>(c10::elementSize(t)); }
+
+// ---- Autocast (torch.autocast) state, per device type, thread-local. -------------------------------
+// LibTorch 1.13 .. 2.3: at::autocast::{is_enabled, set_enabled, get/set_autocast_gpu_dtype} for CUDA and
+// {is_cpu_enabled, set_cpu_enabled, get/set_autocast_cpu_dtype} for CPU. PyTorch >= 2.4 takes the device
+// type instead ({is,set}_autocast_enabled(DeviceType, ...), {get,set}_autocast_dtype(DeviceType, ...))
+// and deprecates the old spellings. Only CPU and CUDA are supported here (c10::Error otherwise).
+// increment_nesting / decrement_nesting / clear_cache are spelled the same in both.
+
+/// Whether autocast is on for `device` (kCPU or kCUDA) in this thread.
+inline bool autocast_enabled(c10::DeviceType device) {
+  TORCH_CHECK(device == c10::DeviceType::CPU || device == c10::DeviceType::CUDA,
+              "spade::compat::autocast_enabled: CPU or CUDA only, got ", device);
+#if SPADE_TORCH_AT_LEAST(2, 4)
+  return at::autocast::is_autocast_enabled(device);
+#else
+  return device == c10::DeviceType::CUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+#endif
+}
+
+/// Turns autocast on or off for `device` (kCPU or kCUDA) in this thread.
+inline void set_autocast_enabled(c10::DeviceType device, bool enabled) {
+  TORCH_CHECK(device == c10::DeviceType::CPU || device == c10::DeviceType::CUDA,
+              "spade::compat::set_autocast_enabled: CPU or CUDA only, got ", device);
+#if SPADE_TORCH_AT_LEAST(2, 4)
+  at::autocast::set_autocast_enabled(device, enabled);
+#else
+  if (device == c10::DeviceType::CUDA) at::autocast::set_enabled(enabled);
+  else at::autocast::set_cpu_enabled(enabled);
+#endif
+}
+
+/// The lower-precision dtype autocast uses on `device` (defaults: CUDA float16, CPU bfloat16).
+inline c10::ScalarType autocast_dtype(c10::DeviceType device) {
+  TORCH_CHECK(device == c10::DeviceType::CPU || device == c10::DeviceType::CUDA,
+              "spade::compat::autocast_dtype: CPU or CUDA only, got ", device);
+#if SPADE_TORCH_AT_LEAST(2, 4)
+  return at::autocast::get_autocast_dtype(device);
+#else
+  return device == c10::DeviceType::CUDA ? at::autocast::get_autocast_gpu_dtype()
+                                         : at::autocast::get_autocast_cpu_dtype();
+#endif
+}
+
+/// Sets the lower-precision dtype autocast uses on `device` (kCPU or kCUDA) in this thread.
+inline void set_autocast_dtype(c10::DeviceType device, c10::ScalarType dtype) {
+  TORCH_CHECK(device == c10::DeviceType::CPU || device == c10::DeviceType::CUDA,
+              "spade::compat::set_autocast_dtype: CPU or CUDA only, got ", device);
+#if SPADE_TORCH_AT_LEAST(2, 4)
+  at::autocast::set_autocast_dtype(device, dtype);
+#else
+  if (device == c10::DeviceType::CUDA) at::autocast::set_autocast_gpu_dtype(dtype);
+  else at::autocast::set_autocast_cpu_dtype(dtype);
+#endif
+}
 
 }  // namespace spade::compat

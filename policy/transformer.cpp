@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "policy/torch_compat.h"
 
 namespace spade::policy {
 
@@ -358,6 +359,155 @@ torch::Tensor moe_mlp(const torch::Tensor& h, const TransformerImpl::LayerWeight
 
 }  // namespace
 
+torch::Tensor decoder_layer(const torch::Tensor& x_in, const TransformerImpl::LayerWeights& w, const ModelConfig& c,
+                            const torch::Tensor& rope_cos, const torch::Tensor& rope_sin, const torch::Tensor& mask,
+                            KVCache* cache, size_t l) {
+  const int64_t B = x_in.size(0), T = x_in.size(1);
+  const int64_t nh = c.num_attention_heads, kvh = c.kv_heads(), d = c.head_size(), groups = nh / kvh;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  torch::Tensor x = x_in;
+
+  // 2. Attention block: pre-norm, projections, (qwen3) q/k norm, RoPE.
+  torch::Tensor h = rms_norm(x, w.input_norm, c.rms_norm_eps);
+  torch::Tensor q = torch::linear(h, w.q_proj, w.q_bias).view({B, T, nh, d});
+  torch::Tensor k = torch::linear(h, w.k_proj, w.k_bias).view({B, T, kvh, d});
+  torch::Tensor v = torch::linear(h, w.v_proj, w.v_bias).view({B, T, kvh, d});
+  if (c.qk_norm) {  // Qwen3: RMSNorm over head_dim, per head, before RoPE
+    q = rms_norm(q, w.q_norm, c.rms_norm_eps);
+    k = rms_norm(k, w.k_norm, c.rms_norm_eps);
+  }
+  q = rotate(q.transpose(1, 2), rope_cos, rope_sin);  // [B, nh, T, d]
+  k = rotate(k.transpose(1, 2), rope_cos, rope_sin);  // [B, kvh, T, d]
+  v = v.transpose(1, 2);
+
+  // 3. KV cache: append the new keys/values, attend over cache + new.
+  if (cache) std::tie(k, v) = cache->append(l, k, v);     // [B, kvh, S, d]
+
+  // 4. Grouped-query attention: query head j*groups+g uses kv head j (HF repeat_kv), without
+  //    materialising repeated K/V: the g query heads of kv head j are stacked as g*T query rows,
+  //    [B, kvh, g*T, d], so both products are plain batched GEMMs over (B, kvh) that read the cached
+  //    K/V in place (a broadcast matmul would copy K and V g times per layer and step).
+  const int64_t S = k.size(2);
+  auto qg = q.reshape({B, kvh, groups * T, d});
+  auto scores = torch::matmul(qg, k.transpose(-1, -2)).mul_(scale);           // [B, kvh, g*T, S]
+  if (mask.defined())
+    scores.view({B, kvh, groups, T, S}).masked_fill_(mask.logical_not(), -std::numeric_limits<float>::infinity());
+  auto probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
+  auto attn = torch::matmul(probs, v);                                         // [B, kvh, g*T, d]
+  attn = attn.view({B, nh, T, d}).transpose(1, 2).reshape({B, T, nh * d});
+  x = x + torch::linear(attn, w.o_proj, w.o_bias);
+
+  // 5. MLP block: pre-norm, SwiGLU (or a mixture of SwiGLU experts).
+  h = rms_norm(x, w.post_norm, c.rms_norm_eps);
+  if (w.router.defined()) x = x + moe_mlp(h, w, c);
+  else x = x + torch::linear(torch::silu(torch::linear(h, w.gate_proj)) * torch::linear(h, w.up_proj), w.down_proj);
+  return x;
+}
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// What a checkpointed layer needs to recompute itself in backward (kept alive by the autograd node).
+struct LayerCall : torch::CustomClassHolder {
+  TransformerImpl::LayerWeights w;  // handles to the module's parameters (same storage)
+  ModelConfig config;
+  size_t layer = 0;
+  bool autocast = false;            // autocast state of the forward, re-entered for the recomputation
+  c10::ScalarType autocast_dtype = c10::ScalarType::BFloat16;
+};
+
+// Activation checkpointing of one decoder layer (TransformerImpl::set_activation_checkpointing). The
+// layer's parameters are inputs of the node (so their gradients flow through the outer graph into the
+// usual accumulators); forward runs without a graph and saves only x (and the shared rope/mask tensors);
+// backward recomputes the layer with a graph from a detached copy of x and differentiates it.
+struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& rope_cos,
+                               const torch::Tensor& rope_sin, const c10::optional<torch::Tensor>& mask,
+                               torch::TensorList params, c10::intrusive_ptr<LayerCall> call) {
+    (void)params;  // reached through call->w (the same tensors); inputs only to route their gradients
+    ctx->save_for_backward({x, rope_cos, rope_sin, mask.value_or(torch::Tensor())});
+    torch::Tensor y = decoder_layer(x, call->w, call->config, rope_cos, rope_sin, mask.value_or(torch::Tensor()),
+                                    nullptr, call->layer);
+    ctx->saved_data["call"] = c10::IValue::make_capsule(call);
+    ctx->saved_data["n_params"] = static_cast<int64_t>(params.size());
+    return {y};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    auto saved = ctx->get_saved_variables();
+    auto call = ctx->saved_data["call"].toCapsule();
+    const LayerCall& lc = *static_cast<LayerCall*>(call.get());
+    const int64_t n_params = ctx->saved_data["n_params"].toInt();
+    std::vector<torch::Tensor> params = layer_parameters(lc.w);
+    TORCH_INTERNAL_ASSERT(static_cast<int64_t>(params.size()) == n_params);
+    torch::Tensor x = saved[0].detach().requires_grad_(true);
+    torch::Tensor y;
+    {
+      torch::AutoGradMode grad_on(true);
+      const c10::DeviceType dev = x.device().type();
+      const bool prev = compat::autocast_enabled(dev);
+      const c10::ScalarType prev_dtype = compat::autocast_dtype(dev);
+      compat::set_autocast_enabled(dev, lc.autocast);
+      compat::set_autocast_dtype(dev, lc.autocast_dtype);
+      at::autocast::increment_nesting();
+      try {
+        y = decoder_layer(x, lc.w, lc.config, saved[1], saved[2], saved[3], nullptr, lc.layer);
+      } catch (...) {
+        if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+        compat::set_autocast_enabled(dev, prev);
+        compat::set_autocast_dtype(dev, prev_dtype);
+        throw;
+      }
+      if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+      compat::set_autocast_enabled(dev, prev);
+      compat::set_autocast_dtype(dev, prev_dtype);
+    }
+    std::vector<torch::Tensor> inputs{x};
+    inputs.insert(inputs.end(), params.begin(), params.end());
+    variable_list grads = torch::autograd::grad({y}, inputs, {grad_outputs[0]}, /*retain_graph=*/false,
+                                                /*create_graph=*/false, /*allow_unused=*/true);
+    // One gradient per forward input, flattened: x, rope_cos, rope_sin, mask, params..., call.
+    variable_list out{grads[0], torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    out.insert(out.end(), grads.begin() + 1, grads.end());
+    out.emplace_back();
+    return out;
+  }
+
+  // The layer's defined weights in a fixed order (the order passed to forward).
+  static std::vector<torch::Tensor> layer_parameters(const TransformerImpl::LayerWeights& w) {
+    std::vector<torch::Tensor> out;
+    for (const torch::Tensor* t : {&w.input_norm, &w.q_proj, &w.k_proj, &w.v_proj, &w.o_proj, &w.q_bias, &w.k_bias,
+                                   &w.v_bias, &w.o_bias, &w.q_norm, &w.k_norm, &w.post_norm, &w.gate_proj,
+                                   &w.up_proj, &w.down_proj, &w.router})
+      if (t->defined()) out.push_back(*t);
+    for (const auto* list : {&w.expert_gate, &w.expert_up, &w.expert_down})
+      for (const torch::Tensor& t : *list) out.push_back(t);
+    return out;
+  }
+};
+
+}  // namespace
+
+torch::Tensor TransformerImpl::checkpointed_layer(const torch::Tensor& x, const LayerWeights& w, const ModelConfig& c,
+                                                  const torch::Tensor& rope_cos, const torch::Tensor& rope_sin,
+                                                  const torch::Tensor& mask, size_t layer) {
+  auto call = c10::make_intrusive<LayerCall>();
+  call->w = w;
+  call->config = c;
+  call->layer = layer;
+  const c10::DeviceType dev = x.device().type();
+  if (dev == c10::DeviceType::CPU || dev == c10::DeviceType::CUDA) {
+    call->autocast = compat::autocast_enabled(dev);
+    call->autocast_dtype = compat::autocast_dtype(dev);
+  }
+  const std::vector<torch::Tensor> params = CheckpointedLayer::layer_parameters(w);
+  c10::optional<torch::Tensor> m;
+  if (mask.defined()) m = mask;
+  return CheckpointedLayer::apply(x, rope_cos, rope_sin, m, torch::TensorList(params), call)[0];
+}
+
 // The whole decoder, top to bottom (cf. llama2.c `forward`).
 torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& positions,
                                        KVCache* cache, const torch::Tensor& key_mask) {
@@ -365,9 +515,7 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, const tor
   TORCH_CHECK(input_ids.dim() == 2, "Transformer::forward: input_ids must be [B, T], got ", input_ids.sizes());
   TORCH_CHECK(positions.sizes() == input_ids.sizes(), "Transformer::forward: positions must match input_ids");
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
-  const int64_t nh = c.num_attention_heads, kvh = c.kv_heads(), d = c.head_size(), groups = nh / kvh;
   const int64_t past = cache ? cache->length() : 0, S = past + T;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   const auto inv_freq = inv_freq_.to(input_ids.device());
 
   // Attention mask [B, 1, 1, T, S] (broadcast over kv heads and groups): new token t sits at slot
@@ -392,43 +540,11 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, const tor
   torch::Tensor x = torch::embedding(embed_tokens_, input_ids);  // [B, T, hidden]
   const auto [rope_cos, rope_sin] = rope_cos_sin(positions, inv_freq, x.scalar_type());  // [B, 1, T, d]
 
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const LayerWeights& w = layers_[l];
-
-    // 2. Attention block: pre-norm, projections, (qwen3) q/k norm, RoPE.
-    torch::Tensor h = rms_norm(x, w.input_norm, c.rms_norm_eps);
-    torch::Tensor q = torch::linear(h, w.q_proj, w.q_bias).view({B, T, nh, d});
-    torch::Tensor k = torch::linear(h, w.k_proj, w.k_bias).view({B, T, kvh, d});
-    torch::Tensor v = torch::linear(h, w.v_proj, w.v_bias).view({B, T, kvh, d});
-    if (c.qk_norm) {  // Qwen3: RMSNorm over head_dim, per head, before RoPE
-      q = rms_norm(q, w.q_norm, c.rms_norm_eps);
-      k = rms_norm(k, w.k_norm, c.rms_norm_eps);
-    }
-    q = rotate(q.transpose(1, 2), rope_cos, rope_sin);  // [B, nh, T, d]
-    k = rotate(k.transpose(1, 2), rope_cos, rope_sin);  // [B, kvh, T, d]
-    v = v.transpose(1, 2);
-
-    // 3. KV cache: append the new keys/values, attend over cache + new.
-    if (cache) std::tie(k, v) = cache->append(l, k, v);     // [B, kvh, S, d]
-
-    // 4. Grouped-query attention: query head j*groups+g uses kv head j (HF repeat_kv), without
-    //    materialising repeated K/V: the g query heads of kv head j are stacked as g*T query rows,
-    //    [B, kvh, g*T, d], so both products are plain batched GEMMs over (B, kvh) that read the cached
-    //    K/V in place (a broadcast matmul would copy K and V g times per layer and step).
-    auto qg = q.reshape({B, kvh, groups * T, d});
-    auto scores = torch::matmul(qg, k.transpose(-1, -2)).mul_(scale);           // [B, kvh, g*T, S]
-    if (mask.defined())
-      scores.view({B, kvh, groups, T, S}).masked_fill_(mask.logical_not(), -std::numeric_limits<float>::infinity());
-    auto probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
-    auto attn = torch::matmul(probs, v);                                         // [B, kvh, g*T, d]
-    attn = attn.view({B, nh, T, d}).transpose(1, 2).reshape({B, T, nh * d});
-    x = x + torch::linear(attn, w.o_proj, w.o_bias);
-
-    // 5. MLP block: pre-norm, SwiGLU (or a mixture of SwiGLU experts).
-    h = rms_norm(x, w.post_norm, c.rms_norm_eps);
-    if (w.router.defined()) x = x + moe_mlp(h, w, c);
-    else x = x + torch::linear(torch::silu(torch::linear(h, w.gate_proj)) * torch::linear(h, w.up_proj), w.down_proj);
-  }
+  // 2-5. The decoder layers (decoder_layer below), each recomputed in backward when checkpointed.
+  const bool checkpoint = activation_checkpointing_ && cache == nullptr && torch::GradMode::is_enabled();
+  for (size_t l = 0; l < layers_.size(); ++l)
+    x = checkpoint ? checkpointed_layer(x, layers_[l], c, rope_cos, rope_sin, mask, l)
+                   : decoder_layer(x, layers_[l], c, rope_cos, rope_sin, mask, cache, l);
 
   // 6. Final norm (logits via lm_head()).
   return rms_norm(x, final_norm_, c.rms_norm_eps);

@@ -97,6 +97,20 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& positions,
                         KVCache* cache = nullptr, const torch::Tensor& key_mask = {});
 
+  /// Activation checkpointing (config train.activation_checkpointing; issue 5). When on, forward()
+  /// calls made with grad mode enabled and without a KV cache keep only each decoder layer's input
+  /// ([B, T, hidden]) for backward instead of the layer's intermediate activations; backward recomputes
+  /// the layer from that input (one extra forward of every layer per backward) and differentiates the
+  /// recomputation. The recomputation is the same function of the same inputs, so values and gradients
+  /// equal the stored-activation ones: there is no dropout or other randomness in these models (HF
+  /// attention_dropout is 0 for every family served here, and is not implemented), and the autocast
+  /// state of the forward is re-entered for the recomputation. Parameter gradients reach the normal
+  /// .grad accumulators through the autograd graph (the layer's weights are inputs of the checkpoint
+  /// node), so loss.backward(), torch::autograd::grad and gradient accumulation all work. The weights
+  /// must not be modified in place between forward and backward (not detected). Default off.
+  void set_activation_checkpointing(bool enabled) { activation_checkpointing_ = enabled; }
+  bool activation_checkpointing() const { return activation_checkpointing_; }
+
   /// Output projection: hidden [..., hidden] -> logits [..., vocab] in float32. Uses the embedding
   /// matrix when tie_word_embeddings.
   torch::Tensor lm_head(const torch::Tensor& hidden);
@@ -122,8 +136,21 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor final_norm_;     // [hidden]          model.norm.weight
   torch::Tensor lm_head_;        // [vocab, hidden]   lm_head.weight (== embed_tokens_ when tied)
   torch::Tensor inv_freq_;       // [head_dim/2] float32 RoPE inverse frequencies (buffer, not saved)
+  bool activation_checkpointing_ = false;
+  // decoder_layer() as one checkpoint node (activation checkpointing); transformer.cpp.
+  torch::Tensor checkpointed_layer(const torch::Tensor& x, const LayerWeights& w, const ModelConfig& c,
+                                   const torch::Tensor& rope_cos, const torch::Tensor& rope_sin,
+                                   const torch::Tensor& mask, size_t layer);
 };
 TORCH_MODULE(Transformer);
+
+/// One decoder layer (pre-norm attention block, then pre-norm MLP or MoE block) on the residual stream
+/// x [B, T, hidden]: returns x + attn(...) + mlp(...) [B, T, hidden]. rope_cos/rope_sin [B, 1, T, head_dim]
+/// in x's dtype; mask [B|1, 1, 1, T, S] bool (true = may attend) or undefined (no masking: T == 1 without
+/// a key mask); cache as in forward() (layer index `layer`). forward() runs this for every layer.
+torch::Tensor decoder_layer(const torch::Tensor& x, const TransformerImpl::LayerWeights& w, const ModelConfig& c,
+                            const torch::Tensor& rope_cos, const torch::Tensor& rope_sin, const torch::Tensor& mask,
+                            KVCache* cache, size_t layer);
 
 /// RMSNorm as in HF LlamaRMSNorm: (x.float() * rsqrt(mean(x.float()^2, -1) + eps)).to(x.dtype) * weight.
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);

@@ -125,9 +125,9 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
         finish(e);
         continue;
       }
-      // A tool's result goes back as Qwen renders a `role: tool` message (rollout/tool_calls.h).
-      const std::vector<int64_t> obs_ids =
-          policy.chat.ids_for_user_turn(has_tool_call(response) ? tool_response_text(step.obs) : step.obs);
+      // The observation answers a tool call as a `tool` turn, else as a `user` turn; the chat template
+      // renders either in the checkpoint's format (policy/chat_template.h: role mapping).
+      const std::vector<int64_t> obs_ids = policy.chat.ids_for_turn(has_tool_call(response) ? "tool" : "user", step.obs);
       r.sample.append_context(obs_ids);
       if (options.persistent_kv_cache) {
         session.append(e.seq, obs_ids);

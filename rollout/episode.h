@@ -3,7 +3,9 @@
 // every environment is stepped. Each episode's KV cache persists across its turns (a
 // GenerationSession): a turn prefills only the tokens appended since the previous one (the previous
 // turn's end-of-turn token and the new observation), so a turn costs O(new tokens); the history is
-// never recomputed or re-tokenized. Not thread-safe.
+// never recomputed or re-tokenized. Prompts, observations and the stop token come from policy.chat in the
+// checkpoint's chat format (ChatML, Llama 3, Llama 2, Mistral: policy/chat_template.h); an observation
+// that answers a tool call is appended as a "tool" turn, any other as a "user" turn. Not thread-safe.
 #pragma once
 #include <cstdint>
 #include <optional>

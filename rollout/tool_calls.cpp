@@ -102,8 +102,4 @@ bool has_tool_call(std::string_view response) {
   return after_last_think(response).find(kOpen) != std::string_view::npos;
 }
 
-std::string tool_response_text(std::string_view result) {
-  return "<tool_response>\n" + std::string(result) + "\n</tool_response>";
-}
-
 }  // namespace spade::rollout

@@ -45,8 +45,4 @@ std::vector<ToolCall> parse_tool_calls(std::string_view response);
 /// True when `response` (after the last </think>) contains a "<tool_call>" tag.
 bool has_tool_call(std::string_view response);
 
-/// The user-turn text that carries a tool's result back to a Qwen model, as Qwen2.5/Qwen3 chat
-/// templates render a `role: tool` message: "<tool_response>\n" + result + "\n</tool_response>".
-std::string tool_response_text(std::string_view result);
-
 }  // namespace spade::rollout

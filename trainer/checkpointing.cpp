@@ -100,7 +100,7 @@ policy::Transformer load_training_policy(const std::string& checkpoint_dir) {
   const std::string fp32 = checkpoint_dir + "/" + kStateDir + "/model_fp32.pt";
   if (fs::exists(fp32)) {
     try {
-      torch::load(model, fp32);
+      torch::load(model, fp32, torch::Device(torch::kCPU));  // trained on any device; loaded on the CPU
     } catch (const c10::Error& e) {
       throw Error("checkpoint: cannot read " + fp32 + ": " + e.what_without_backtrace());
     }
@@ -124,7 +124,11 @@ SelfPlayState load_trainer_state(const std::string& checkpoint_dir, torch::optim
     if (!fs::exists(sdir + "/" + f))
       throw Error("checkpoint: " + sdir + "/" + f + " is missing (an incomplete or foreign checkpoint)");
   try {
-    torch::load(optimizer, sdir + "/optimizer.pt");
+    // AdamW moments onto the parameters' device (train.device; saved from whichever device trained).
+    c10::optional<torch::Device> device;
+    for (const auto& group : optimizer.param_groups())
+      for (const torch::Tensor& p : group.params()) if (!device) device = p.device();
+    torch::load(optimizer, sdir + "/optimizer.pt", device);
     load_torch_rng(sdir + "/torch_rng.pt");
   } catch (const c10::Error& e) {
     throw Error("checkpoint: cannot restore the optimizer or torch RNG from " + sdir + ": " +

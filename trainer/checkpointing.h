@@ -45,11 +45,13 @@ std::string save_training_checkpoint(const RunDir& run, int64_t step, const roll
 std::string latest_resumable_checkpoint(const RunDir& run);
 
 /// Loads the policy of a training checkpoint for resuming: the HF weights, then model_fp32.pt over
-/// them when present. Float32 CPU parameters. Throws spade::Error naming the file on bad input.
+/// them when present. Float32 CPU parameters (also when a GPU run wrote them; the caller moves the
+/// model to train.device). Throws spade::Error naming the file on bad input.
 policy::Transformer load_training_policy(const std::string& checkpoint_dir);
 
 /// Restores the trainer state of `checkpoint_dir`: fills `optimizer` (which must have been built over
-/// the same parameters in the same order), `memory`, and the default torch CPU generator, and returns
+/// the same parameters in the same order; its moments are loaded onto the device of those parameters,
+/// whichever device wrote them), `memory`, and the default torch CPU generator, and returns
 /// the loop state. Throws spade::Error naming the file when something is missing or malformed.
 SelfPlayState load_trainer_state(const std::string& checkpoint_dir, torch::optim::Optimizer& optimizer,
                                  EnvMemory& memory);

@@ -1,6 +1,7 @@
 #include "trainer/chunked_logprobs.h"
 
 #include "common/error.h"
+#include "policy/torch_compat.h"
 
 namespace spade::trainer {
 namespace {
@@ -13,6 +14,13 @@ struct ChunkedLogprob : public torch::autograd::Function<ChunkedLogprob> {
                              const torch::Tensor& targets, const torch::Tensor& temperature, int64_t chunk) {
     const int64_t n = hidden.size(0);
     auto f32 = hidden.options().dtype(torch::kFloat32);
+    // Under autocast (train.autocast=bf16) the matmuls below run in the autocast dtype; backward, which
+    // runs outside the autocast scope, casts to the same dtype itself so its recomputed logits equal
+    // these and its gradient matmuls run at the same precision (as autograd would for an autocast matmul).
+    const c10::DeviceType dev = hidden.device().type();
+    const bool autocast = (dev == c10::DeviceType::CPU || dev == c10::DeviceType::CUDA) && compat::autocast_enabled(dev);
+    ctx->saved_data["mm_dtype"] =
+        static_cast<int64_t>(autocast ? compat::autocast_dtype(dev) : hidden.scalar_type());
     torch::Tensor logp = torch::empty({n}, f32), lse = torch::empty({n}, f32), entropy = torch::empty({n}, f32);
     for (int64_t s = 0; s < n; s += chunk) {
       const int64_t m = std::min(chunk, n - s);
@@ -34,6 +42,8 @@ struct ChunkedLogprob : public torch::autograd::Function<ChunkedLogprob> {
     const torch::Tensor &hidden = saved[0], &weight = saved[1], &targets = saved[2], &temperature = saved[3],
                         &lse = saved[4];
     const int64_t chunk = ctx->saved_data["chunk"].toInt();
+    const auto mm = static_cast<c10::ScalarType>(ctx->saved_data["mm_dtype"].toInt());
+    const torch::Tensor w = weight.to(mm);  // no copy unless autocast
     const torch::Tensor g = grad_outputs[0].defined() ? grad_outputs[0] : torch::zeros_like(lse);
     const int64_t n = hidden.size(0);
     torch::Tensor grad_hidden = torch::empty_like(hidden);
@@ -41,13 +51,13 @@ struct ChunkedLogprob : public torch::autograd::Function<ChunkedLogprob> {
     for (int64_t s = 0; s < n; s += chunk) {
       const int64_t m = std::min(chunk, n - s);
       torch::Tensor h = hidden.narrow(0, s, m), tau = temperature.narrow(0, s, m).unsqueeze(1);
-      torch::Tensor z = torch::matmul(h, weight.t()).to(torch::kFloat32) / tau;
+      torch::Tensor z = torch::matmul(h.to(mm), w.t()).to(torch::kFloat32) / tau;
       torch::Tensor gm = g.narrow(0, s, m).unsqueeze(1);
       torch::Tensor dz = -torch::exp(z - lse.narrow(0, s, m).unsqueeze(1)) * gm;  // -softmax * g
       dz.scatter_add_(1, targets.narrow(0, s, m).unsqueeze(1), gm);                // + onehot * g
-      dz = (dz / tau).to(hidden.scalar_type());
-      grad_hidden.narrow(0, s, m).copy_(torch::matmul(dz, weight));
-      grad_weight.add_(torch::matmul(dz.t(), h).to(torch::kFloat32));
+      dz = (dz / tau).to(mm);
+      grad_hidden.narrow(0, s, m).copy_(torch::matmul(dz, w));
+      grad_weight.add_(torch::matmul(dz.t(), h.to(mm)).to(torch::kFloat32));
     }
     return {grad_hidden, grad_weight.to(weight.scalar_type()), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }

@@ -11,6 +11,8 @@
 //   dL/dz = g * (onehot(target) - softmax(z))          g = dL/dlogp  [n]
 //   dL/dh = (dL/dz / tau) W,   dL/dW = (dL/dz / tau)^T h
 //   entropy (no gradient) = lse - sum softmax(z) * z
+// Under bf16 autocast (trainer/autocast.h) the h W^T matmuls run in bf16 in forward, and backward runs
+// its recomputation and both gradient matmuls in bf16 too (softmax and accumulation in float32).
 #pragma once
 #include <torch/torch.h>
 

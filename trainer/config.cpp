@@ -8,6 +8,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "trainer/device.h"
 
 namespace spade::trainer {
 
@@ -21,6 +22,9 @@ void visit_fields(Config& c, F&& f) {
   f("run.seed", c.run.seed);
   f("run.threads", c.run.threads);
   f("run.deterministic", c.run.deterministic);
+  f("train.device", c.train.device);
+  f("train.activation_checkpointing", c.train.activation_checkpointing);
+  f("train.autocast", c.train.autocast);
   f("corpus.path", c.corpus.path);
   f("corpus.build_from", c.corpus.build_from);
   f("corpus.max_words", c.corpus.max_words);
@@ -116,6 +120,8 @@ void visit_fields(Config& c, F&& f) {
   f("sandbox.cgroups", c.sandbox.cgroups);
   f("sandbox.pool_memory_mb", c.sandbox.pool_memory_mb);
   f("sandbox.spare_children", c.sandbox.spare_children);
+  f("sandbox.preload_spares", c.sandbox.preload_spares);
+  f("sandbox.spin_us", c.sandbox.spin_us);
   f("sandbox.max_obs_chars", c.sandbox.max_obs_chars);
   f("memory.size", c.memory.size);
   f("memory.positive_seeds", c.memory.positive_seeds);
@@ -247,6 +253,9 @@ void validate(const Config& c) {
   auto require = [](bool ok, const std::string& key, const std::string& rule) {
     if (!ok) throw Error("config: " + key + " must be " + rule);
   };
+  require(valid_device_spec(c.train.device), "train.device",
+          "auto, cpu, cuda or cuda:N (N a GPU index), not '" + c.train.device + "'");
+  require(c.train.autocast == "none" || c.train.autocast == "bf16", "train.autocast", "none or bf16");
   require(c.selfplay.k >= 1, "selfplay.k", ">= 1");
   require(c.selfplay.steps >= 0, "selfplay.steps", ">= 0");
   require(c.selfplay.envs_per_regen >= 1, "selfplay.envs_per_regen", ">= 1");
@@ -283,6 +292,8 @@ void validate(const Config& c) {
   require(c.sandbox.cpu_limit_s >= 1, "sandbox.cpu_limit_s", ">= 1");
   require(c.sandbox.pool_memory_mb >= 0, "sandbox.pool_memory_mb", ">= 0 (0: half of MemTotal)");
   require(c.sandbox.spare_children >= 0 && c.sandbox.spare_children <= 64, "sandbox.spare_children", "in [0, 64]");
+  require(c.sandbox.preload_spares >= 0 && c.sandbox.preload_spares <= 64, "sandbox.preload_spares", "in [0, 64]");
+  require(c.sandbox.spin_us >= 0 && c.sandbox.spin_us <= 10000, "sandbox.spin_us", "in [0, 10000] microseconds");
   require(c.sandbox.max_obs_chars >= 256, "sandbox.max_obs_chars", ">= 256");
   require(c.reward.regret_scale > 0, "reward.regret_scale", "> 0");
   require(c.corpus.max_words >= 1, "corpus.max_words", ">= 1");

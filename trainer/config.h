@@ -137,6 +137,8 @@ struct SandboxYaml {
   bool cgroups = true;
   int pool_memory_mb = 0;                             // whole pool's memory cap; 0 = half of MemTotal
   int spare_children = 2;                             // pre-forked children waiting in the zygote
+  int preload_spares = 2;                             // waiting children with the current program loaded
+  int spin_us = 50;                                   // reply waits spin this long before sleeping (frame.h)
   int max_obs_chars = 16384;                          // longer observations arrive cut
 };
 
@@ -154,14 +156,23 @@ struct CheckpointYaml {
 };
 
 struct DistributedYaml {
-  std::string backend = "auto";   // gloo | nccl | auto (nccl on CUDA builds with a GPU, else gloo)
+  std::string backend = "auto";   // gloo | nccl | auto (nccl when train.device is a GPU on a CUDA build, else gloo)
   double bucket_mb = 25;          // gradient all-reduce bucket size: torch DDP's bucket_cap_mb default
   double timeout_s = 1800;        // rendezvous + collective timeout: torch's default_pg_timeout (30 min);
                                   // the designer phase runs on rank 0 alone while the others wait
 };
 
+// Where and how the policy trains (issue 5: device selection, activation checkpointing, bf16 autocast).
+struct TrainYaml {
+  std::string device = "auto";          // auto | cpu | cuda | cuda:N (trainer/device.h resolve_train_device:
+                                        // auto = cuda:LOCAL_RANK when CUDA is available, else cpu)
+  bool activation_checkpointing = false;  // recompute each decoder layer in backward (policy/transformer.h)
+  std::string autocast = "none";        // none | bf16: fp32 master weights, matmuls in bf16 (trainer/autocast.h)
+};
+
 struct Config {
   RunConfig run;
+  TrainYaml train;
   CorpusConfig corpus;
   TokenizerConfig tokenizer;
   ModelConfigYaml model;

@@ -64,6 +64,8 @@ envsandbox::SandboxOptions sandbox_options(const SandboxYaml& s) {
   o.cgroups = s.cgroups;
   o.pool_memory_bytes = static_cast<int64_t>(s.pool_memory_mb) << 20;
   o.spare_children = s.spare_children;
+  o.preload_spares = s.preload_spares;
+  o.spin_us = s.spin_us;
   o.max_obs_chars = s.max_obs_chars;
   return o;
 }

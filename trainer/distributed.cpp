@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef USE_C10D_GLOO
@@ -194,11 +195,13 @@ DistributedContext::~DistributedContext() = default;
 DistributedContext::DistributedContext(const DistributedEnv& env, const DistributedOptions& options)
     : env_(env), options_(options) {
   if (options.bucket_bytes <= 0) throw Error("distributed: bucket_bytes must be > 0");
-  if (env.world_size <= 1) return;
+  if (env.world_size <= 1 && !options.group_at_world_size_1) return;
   const std::string backend = resolve_backend(options.backend);
-  const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
+  const bool in_process = env.world_size == 1 && env.master_addr.empty();
+  const std::string where = in_process ? "an in-process HashStore" : env.master_addr + ":" + std::to_string(env.master_port);
   c10::intrusive_ptr<c10d::Store> store;
-  try {
+  if (in_process) store = c10::make_intrusive<c10d::HashStore>();
+  else try {
     c10d::TCPStoreOptions so;
     so.port = static_cast<std::uint16_t>(env.master_port);
     so.isServer = !env.agent_store && env.rank == 0;

@@ -57,6 +57,9 @@ struct DistributedOptions {
   int64_t bucket_bytes = 25ll << 20;   // gradient bucket size: torch DDP's bucket_cap_mb default, 25 MiB
   double timeout_s = 1800;             // store and collective timeout: torch's default_pg_timeout
                                        // (30 min); rank 0 alone runs the designer phase meanwhile
+  bool group_at_world_size_1 = false;  // create the process group even for a single rank (over an
+                                       // in-process c10d::HashStore when MASTER_ADDR is unset): the GPU
+                                       // check exercises NCCL this way (scripts/gpu/); active() is then true
 };
 
 /// One process's membership in a data-parallel job. Not copyable; not thread-safe.
@@ -65,7 +68,8 @@ class DistributedContext {
   /// World size 1, no process group: every collective returns its input.
   DistributedContext();
   /// Joins the job described by `env`: a TCPStore rendezvous (rank 0 hosts unless env.agent_store),
-  /// then a Gloo or NCCL process group. For env.world_size == 1 this is the single-process context.
+  /// then a Gloo or NCCL process group. For env.world_size == 1 this is the single-process context,
+  /// unless options.group_at_world_size_1 (then a group of one rank, active()).
   /// Throws spade::Error when the backend is unknown or not compiled in, or the rendezvous fails
   /// (the message names MASTER_ADDR:MASTER_PORT and the timeout).
   DistributedContext(const DistributedEnv& env, const DistributedOptions& options = {});
@@ -78,7 +82,7 @@ class DistributedContext {
   int local_rank() const { return env_.local_rank; }
   const DistributedEnv& env() const { return env_; }
   bool is_main() const { return env_.rank == 0; }  // the rank that writes logs, files, checkpoints
-  bool active() const { return env_.world_size > 1; }
+  bool active() const { return env_.world_size > 1 || impl_ != nullptr; }
   std::string backend() const;                      // "gloo", "nccl", or "none"
   int64_t bucket_bytes() const { return options_.bucket_bytes; }
 

@@ -1,18 +1,17 @@
 #include "trainer/grpo_update.h"
 
-#include "trainer/chunked_logprobs.h"
-
 #include <algorithm>
 #include <chrono>
 #include <optional>
 
 #include "common/error.h"
+#include "trainer/autocast.h"
 #include "trainer/chunked_logprobs.h"
 
 namespace spade::trainer {
 
 std::vector<PackedBatch> pack_micro_batches(const std::vector<const rollout::Sample*>& input,
-                                            int token_budget) {
+                                            int token_budget, const torch::Device& device) {
   // Length-sorted packing wastes the least padding; the loss does not depend on the order because
   // it is normalised over the whole batch.
   std::vector<const rollout::Sample*> samples = input;
@@ -65,9 +64,18 @@ std::vector<PackedBatch> pack_micro_batches(const std::vector<const rollout::Sam
       b.temperature[i] = static_cast<float>(s.temperature);
     }
     b.positions = torch::arange(T, torch::kLong).unsqueeze(0).expand({B, T}).contiguous();
+    if (!device.is_cpu())  // filled through CPU accessors above; one copy per tensor to the model's device
+      for (torch::Tensor* t : {&b.input_ids, &b.targets, &b.loss_mask, &b.rollout_logp, &b.advantages,
+                               &b.temperature, &b.positions})
+        *t = t->to(device);
     out.push_back(std::move(b));
   }
   return out;
+}
+
+torch::Device model_device(policy::Transformer& model) {
+  for (const torch::Tensor& p : model->parameters()) return p.device();
+  return torch::kCPU;
 }
 
 std::pair<torch::Tensor, torch::Tensor> sequence_logprobs(policy::Transformer& model,
@@ -116,7 +124,9 @@ UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& opt
   for (const rollout::Sample& s : samples)
     if (s.tokens.size() >= 2 && s.num_trainable() > 0) trainable.push_back(&s);
 
-  std::vector<PackedBatch> batches = pack_micro_batches(trainable, options.micro_batch_tokens);
+  const bool bf16 = parse_autocast(options.autocast);
+  const torch::Device device = model_device(model);
+  std::vector<PackedBatch> batches = pack_micro_batches(trainable, options.micro_batch_tokens, device);
   std::vector<torch::Tensor> masks;
   for (const PackedBatch& b : batches) masks.push_back(b.loss_mask);
   // The exact global normaliser (policy_loss.h), summed over ranks before any backward pass.
@@ -140,17 +150,23 @@ UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& opt
   double pg_loss = 0, ent = 0, kl = 0, clip_tokens = 0, kl_tokens = 0, tis_tokens = 0, tis_clip_tokens = 0,
          diff_tokens = 0, tokens = 0;
   for (const PackedBatch& b : batches) {
-    auto [logp, entropy] = sequence_logprobs(model, b, /*with_entropy=*/true,
-                                             /*entropy_grad=*/loss.entropy_coef != 0.0, options.logprob_chunk_rows);
-    torch::Tensor old_logp = logp.detach();
-    torch::Tensor ref_logp;  // undefined unless the loss has a KL penalty
-    if (with_kl) {
-      torch::NoGradGuard no_grad;
-      policy::Transformer reference = options.reference;  // a handle to the same frozen module
-      ref_logp = sequence_logprobs(reference, b, /*with_entropy=*/false, false, options.logprob_chunk_rows).first;
+    PolicyLossTerms terms;
+    {
+      // Forward passes under autocast (a no-op scope for "none"); backward runs outside it, as with
+      // torch.autocast: autograd replays each op in the dtype its forward used.
+      AutocastScope autocast(device, bf16);
+      auto [logp, entropy] = sequence_logprobs(model, b, /*with_entropy=*/true,
+                                               /*entropy_grad=*/loss.entropy_coef != 0.0, options.logprob_chunk_rows);
+      torch::Tensor old_logp = logp.detach();
+      torch::Tensor ref_logp;  // undefined unless the loss has a KL penalty
+      if (with_kl) {
+        torch::NoGradGuard no_grad;
+        policy::Transformer reference = options.reference;  // a handle to the same frozen module
+        ref_logp = sequence_logprobs(reference, b, /*with_entropy=*/false, false, options.logprob_chunk_rows).first;
+      }
+      terms = compute_policy_loss(logp, old_logp, b.rollout_logp, b.advantages, b.loss_mask, normaliser, loss,
+                                  entropy, ref_logp);
     }
-    PolicyLossTerms terms = compute_policy_loss(logp, old_logp, b.rollout_logp, b.advantages,
-                                                b.loss_mask, normaliser, loss, entropy, ref_logp);
     terms.loss.backward();
     pg_loss += terms.pg_loss;
     ent += terms.entropy;

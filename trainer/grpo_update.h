@@ -21,6 +21,10 @@ struct UpdateOptions {
   // Frozen reference policy for the KL penalty (loss.kl_coef != 0; required then): its logprobs are
   // computed per micro-batch under no_grad, at each sample's temperature like the policy's.
   policy::Transformer reference{nullptr};
+  // Mixed precision of the forward passes (config train.autocast, trainer/autocast.h): "none" (the
+  // model's own dtype) or "bf16" (matmuls in bfloat16 under autocast on the model's device; master
+  // weights, gradients and optimizer state stay in the parameters' dtype, fp32).
+  std::string autocast = "none";
 };
 
 /// What one update measured (metric names of DESIGN.md, verl/slime style).
@@ -51,6 +55,10 @@ struct UpdateStats {
 /// order). A rank without trainable samples still takes part. Stats are whole-batch values on every
 /// rank: sums (pg_loss, entropy, counts) summed, token means weighted by each rank's token count,
 /// seconds the local time.
+///
+/// Device: the micro-batches are packed on the model's device (model_device); options.reference must
+/// live on the same device. Activation checkpointing is the model's own switch
+/// (TransformerImpl::set_activation_checkpointing). Throws spade::Error for an unknown options.autocast.
 UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& optimizer,
                         const std::vector<rollout::Sample>& samples, const UpdateOptions& options,
                         const DistributedContext* dist = nullptr);
@@ -67,9 +75,13 @@ struct PackedBatch {
 };
 
 /// Sorts samples by length and splits them into micro-batches of at most `token_budget` padded
-/// tokens (a single longer sample forms its own micro-batch), then packs each.
+/// tokens (a single longer sample forms its own micro-batch), then packs each; every tensor of the
+/// result lives on `device` (the model's: grpo_update passes its parameters' device).
 std::vector<PackedBatch> pack_micro_batches(const std::vector<const rollout::Sample*>& samples,
-                                            int token_budget);
+                                            int token_budget, const torch::Device& device = torch::kCPU);
+
+/// The device of `model`'s parameters (where its inputs must live).
+torch::Device model_device(policy::Transformer& model);
 
 /// Per-token logprobs and entropies of `batch.targets` under `model` ([B,T] float32 each),
 /// with logits divided by each row's temperature (policy::token_logprobs definition). The entropy

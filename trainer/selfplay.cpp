@@ -211,6 +211,7 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   update.grad_clip = config_.optim.grad_clip;
   update.logprob_chunk_rows = config_.optim.logprob_chunk_rows;
   update.reference = kl_reference_;
+  update.autocast = config_.train.autocast;
   // Data parallel: each rank trains the environments it played (and its deal of designer samples).
   const UpdateStats u =
       dist_->active()

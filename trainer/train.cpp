@@ -15,6 +15,7 @@
 #include "rollout/prompts.h"
 #include "trainer/checkpointing.h"
 #include "trainer/config_bridge.h"
+#include "trainer/device.h"
 #include "trainer/distributed.h"
 #include "trainer/selfplay.h"
 #include "trainer/warm_start.h"
@@ -120,7 +121,8 @@ OwnedPolicy prepare_policy(const Config& config, const RunDir& run, const Corpus
     }
   }
   p.tokenizer = policy::Tokenizer::load(tok_path);
-  p.chat = std::make_unique<policy::ChatTemplate>(p.tokenizer);
+  p.chat = std::make_unique<policy::ChatTemplate>(  // format from the tokenizer's directory (ChatML default)
+      policy::ChatTemplate::for_checkpoint(fs::path(tok_path).parent_path().string(), p.tokenizer));
 
   if (!resume_checkpoint.empty()) {
     p.model = load_training_policy(resume_checkpoint);
@@ -155,7 +157,12 @@ Config load_run_config(const std::string& run_dir, const std::vector<std::string
 std::string run_train(const Config& config, const TrainOptions& options, const LogFn& main_log) {
   const auto t0 = std::chrono::steady_clock::now();
   // One rank of a data-parallel job when launched so (distributed.h); else world size 1, no group.
-  const DistributedContext dist(distributed_env_from_process(), distributed_options(config.distributed));
+  const DistributedEnv env = distributed_env_from_process();
+  // train.device, checked before anything is written: "cuda" on a machine without one fails here.
+  const torch::Device device = resolve_train_device(config.train.device, env.local_rank);
+  DistributedOptions dist_options = distributed_options(config.distributed);
+  if (dist_options.backend == "auto" && !device.is_cuda()) dist_options.backend = "gloo";  // CPU training: Gloo
+  const DistributedContext dist(env, dist_options);
   const LogFn log = dist.is_main() ? main_log : LogFn([](const std::string&) {});
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int threads = config.run.threads > 0 ? config.run.threads : std::max(1, cores / dist.env().local_world_size);
@@ -189,6 +196,12 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
   log(fmt("seed environments: %.0f", seeds.size()) + " from " + config.seed_envs.dir);
   OwnedPolicy policy =
       main_rank_first(dist, [&] { return prepare_policy(config, run, corpus, seeds, log, resume_from); });
+  // The policy trains (and samples) on train.device, in fp32 master weights; bf16 autocast and
+  // activation checkpointing apply to the training forward passes (grpo_update, warm start).
+  policy.model->to(device);
+  policy.model->set_activation_checkpointing(config.train.activation_checkpointing);
+  log("device: " + device.str() + " (train.device " + config.train.device + "), autocast " + config.train.autocast +
+      ", activation checkpointing " + (config.train.activation_checkpointing ? "on" : "off"));
   envsandbox::EnvServer server(sandbox_options(config.sandbox));
 
   // The cold start is time-boxed, so it runs on rank 0 alone; every rank then starts self-play from
@@ -218,6 +231,7 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
   if (config.loss.kl_coef != 0.0) {
     const std::string path = config.loss.kl_reference.empty() ? config.model.init_checkpoint : config.loss.kl_reference;
     kl_reference = policy::load_checkpoint(path);
+    kl_reference->to(device);
     kl_reference->eval();
     for (torch::Tensor& p : kl_reference->parameters()) p.requires_grad_(false);
     log("kl reference: " + path + " (loss.kl_coef " + std::to_string(config.loss.kl_coef) + ", " +

@@ -55,7 +55,12 @@ Config load_run_config(const std::string& run_dir, const std::vector<std::string
 /// Prints progress through `log`: a line per step and a closing summary. With options.resume, the
 /// run continues exactly where its newest checkpoint left off: with run.deterministic set, the
 /// metrics of the following steps equal those of an uninterrupted run (tests/trainer/test_resume.cpp).
-/// Throws spade::Error when resuming a run without a resumable checkpoint.
+/// Throws spade::Error when resuming a run without a resumable checkpoint, and (before writing
+/// anything) when train.device asks for CUDA that is not available (trainer/device.h).
+///
+/// Device and precision: the policy (and the KL reference) live on train.device; every training tensor
+/// follows the model's device; train.activation_checkpointing and train.autocast apply to the training
+/// forward passes of the cold start and of self-play (the sampler runs the fp32 weights as they are).
 ///
 /// Data parallel: when the process was launched as one rank of several (torchrun, srun, `spade train
 /// --nproc N`; trainer/distributed.h reads the environment), the ranks join a process group

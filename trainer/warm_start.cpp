@@ -9,6 +9,7 @@
 #include <map>
 
 #include "rollout/prompts.h"
+#include "trainer/autocast.h"
 #include "trainer/grpo_update.h"
 
 namespace spade::trainer {
@@ -135,6 +136,8 @@ WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& 
   std::uniform_int_distribution<size_t> pick_target(0, targets.size() - 1);
   std::uniform_int_distribution<size_t> pick_seed(0, seeds.size() - 1);
   policy.model->train();
+  const torch::Device device = model_device(policy.model);
+  const bool bf16 = parse_autocast(config.train.autocast);
   while (stats.steps < ws.max_steps && elapsed() < ws.max_seconds) {
     // Assemble one batch of about batch_tokens tokens.
     std::vector<rollout::Sample> batch;
@@ -179,9 +182,13 @@ WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& 
     }
     optimizer.zero_grad();
     double loss_sum = 0;
-    for (const PackedBatch& b : pack_micro_batches(ptrs, config.optim.micro_batch_tokens)) {
-      auto [logp, unused] = sequence_logprobs(policy.model, b, /*with_entropy=*/false);
-      torch::Tensor loss = -(logp * b.loss_mask).sum() / n_tokens;
+    for (const PackedBatch& b : pack_micro_batches(ptrs, config.optim.micro_batch_tokens, device)) {
+      torch::Tensor loss;
+      {
+        AutocastScope autocast(device, bf16);  // train.autocast, forward only (trainer/autocast.h)
+        auto [logp, unused] = sequence_logprobs(policy.model, b, /*with_entropy=*/false);
+        loss = -(logp * b.loss_mask).sum() / n_tokens;
+      }
       loss.backward();
       loss_sum += loss.item<double>();
     }

@@ -13,6 +13,8 @@
 # so this script has NEVER been run; expect to fix small things on its first run. Not covered yet:
 # Qwen3-0.6B/4B-shaped models and the transformers.generate baseline at batch 64 (issue 4 targets).
 #
+# The trainer's GPU check (issue 5: Qwen3-4B-shaped GRPO step, MFU, NCCL) is scripts/gpu/run_trainer_check.sh.
+#
 # Usage (device machine, repository root): OUT=/some/dir scripts/gpu/run_checks.sh
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu_out}

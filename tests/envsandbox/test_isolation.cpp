@@ -4,6 +4,8 @@
 // pids, the cleared environment holds only PATH, LANG, TMPDIR, HOME (+ PWD set by bwrap, LC_CTYPE
 // by Python; the zygote's BLAS thread variables). Namespace-only checks skip (saying why) where bwrap cannot run.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -277,6 +279,35 @@ TEST(Isolation, ServerOutlivesTheThreadThatCreatedIt) {
   CallResult r = env->load(testing::program("good_guess.py"));
   EXPECT_TRUE(r.ok()) << r.detail;
   EXPECT_EQ(server->zygote_host_pid(), zygote) << "the zygote was restarted";
+}
+
+}  // namespace
+}  // namespace spade::envsandbox
+
+namespace spade::envsandbox {
+namespace {
+
+// A host killed with -9 cannot remove its pool cgroups; the next server removes every empty
+// "spade-envd-<pid>-<n>" whose pid is gone (otherwise a host later given that pid would collide with
+// it and run without cgroup caps: seen as a flaky warning test), and leaves a live one alone.
+TEST(Isolation, StalePoolCgroupsOfDeadHostsAreRemoved) {
+  EnvServer& live = testing::shared_server();
+  if (live.isolation().cgroup_pids_dir.empty()) GTEST_SKIP() << "no pids cgroup: " << live.isolation().cgroup_note;
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  waitpid(dead, nullptr, 0);  // reaped: this pid now names no process (until reused)
+  std::string parent = live.isolation().cgroup_pids_dir.substr(0, live.isolation().cgroup_pids_dir.rfind('/'));
+  std::string stale = parent + "/spade-envd-" + std::to_string(dead) + "-0";
+  ASSERT_EQ(mkdir(stale.c_str(), 0755), 0) << stale;
+  EnvServer fresh(testing::fast_options());
+  EXPECT_FALSE(fresh.isolation().cgroup_pids_dir.empty()) << fresh.isolation().cgroup_note;
+  struct stat st{};
+  EXPECT_NE(stat(stale.c_str(), &st), 0) << stale << " should have been removed";
+  if (stat(stale.c_str(), &st) == 0) rmdir(stale.c_str());
+  EXPECT_EQ(stat(live.isolation().cgroup_pids_dir.c_str(), &st), 0);  // the live pool's is kept
+  auto env = live.spawn();
+  EXPECT_TRUE(env->load("class AEnv:\n    pass\n").ok());
 }
 
 }  // namespace

@@ -66,7 +66,14 @@ TEST(ChatFormats, Llama2AndMistral) {
   EXPECT_EQ(render_chat(ChatFormat::kMistral, {{"user", "Hi", {}}, {"assistant", "Hello!", {}}, {"user", "2+2?", {}}}),
             "<s>[INST] Hi [/INST]Hello!</s>[INST] 2+2? [/INST]");
   EXPECT_THROW(render_chat(ChatFormat::kLlama2, {{"user", "a", {}}, {"user", "b", {}}}), spade::Error);
-  EXPECT_THROW(render_chat(ChatFormat::kMistral, {{"tool", "x", {}}}), spade::Error);
+  EXPECT_THROW(render_chat(ChatFormat::kLlama2, {{"user", "a", {}}, {"system", "b", {}}}), spade::Error);
+  EXPECT_THROW(render_chat(ChatFormat::kMistral, {{"ipython", "x", {}}}), spade::Error);
+  // spade's tool mapping (chat_formats.h): a tool result is a user message in these formats.
+  EXPECT_EQ(render_chat(ChatFormat::kMistral, {{"user", "Hi", {}}, {"assistant", "call", {}}, {"tool", "sunny", {}}}),
+            "<s>[INST] Hi [/INST]call</s>[INST] sunny [/INST]");
+  EXPECT_EQ(render_chat(ChatFormat::kLlama2, {{"tool", " sunny ", {}}}), "<s>[INST] sunny [/INST]");
+  EXPECT_EQ(render_chat(ChatFormat::kLlama3, {{"tool", "sunny", {}}}, {false, {}, true}),
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nsunny<|eot_id|>");
   ChatRenderOptions o;
   o.tools = {nlohmann::ordered_json::object()};
   EXPECT_THROW(render_chat(ChatFormat::kLlama3, kConv, o), spade::Error);

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "tests/testing/test_util.h"
 #include "common/atomic_file.h"
@@ -160,6 +161,32 @@ TEST(Checkpoint, Bf16ExportAndTokenizerCopy) {
   Transformer back = load_checkpoint(d, torch::kBFloat16);
   for (const auto& p : m->named_parameters())
     EXPECT_TRUE(torch::equal(p.value().to(torch::kBFloat16), back->named_parameters()[p.key()])) << p.key();
+}
+
+// A user's SentencePiece checkpoint (Llama 2 / Mistral layout) keeps its own tokenizer_config.json and
+// so its chat template; spade's own tokenizer (no config beside it) gets the ChatML one.
+TEST(Checkpoint, SentencePieceCheckpointKeepsItsOwnTokenizerConfig) {
+  const std::string tokdir = tmp_dir("spm_user_tok");
+  std::vector<std::string> text(20, "hello world, def f(x): return x\n");
+  Tokenizer::train(text, tokdir + "/tokenizer", 300);
+  const std::string user_config =
+      R"({"tokenizer_class": "LlamaTokenizer", "chat_template": "{{ bos_token }}[INST] <<SYS>>\n..."})";
+  spade::write_file_atomic(tokdir + "/tokenizer_config.json", user_config);
+  Transformer m(small(true));
+  m->init_weights(4);
+  CheckpointSaveOptions o;
+  o.tokenizer_model = tokdir + "/tokenizer.model";
+  const std::string d = tmp_dir("spm_user") + "/ckpt";
+  save_checkpoint(d, m, o);
+  EXPECT_EQ(spade::read_file(d + "/tokenizer_config.json"), user_config);
+
+  const std::string own = tmp_dir("spm_own_tok");
+  Tokenizer::train(text, own + "/t", 300);
+  o.tokenizer_model = own + "/t.model";
+  const std::string d2 = tmp_dir("spm_own") + "/ckpt";
+  save_checkpoint(d2, m, o);
+  auto config = nlohmann::json::parse(spade::read_file(d2 + "/tokenizer_config.json"));
+  EXPECT_NE(config.at("chat_template").get<std::string>().find("<|im_start|>"), std::string::npos);
 }
 
 TEST(Checkpoint, LoadErrorsNameFileAndTensor) {

@@ -74,8 +74,3 @@ TEST(ToolCalls, MalformedBlocksCarryAnError) {
   EXPECT_NE(calls[4].error.find("</parameter>"), std::string::npos);
   EXPECT_TRUE(parse_tool_calls("no calls here").empty());
 }
-
-TEST(ToolCalls, ToolResponseAsQwenRendersARoleToolMessage) {
-  // Qwen2.5/Qwen3 templates: '<|im_start|>user\n<tool_response>\n' + content + '\n</tool_response><|im_end|>'.
-  EXPECT_EQ(tool_response_text("sunny, 21 C"), "<tool_response>\nsunny, 21 C\n</tool_response>");
-}

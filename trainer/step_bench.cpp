@@ -1,0 +1,125 @@
+#include "trainer/step_bench.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <random>
+
+#include "common/error.h"
+#include "trainer/device.h"
+#include "trainer/grpo_update.h"
+
+namespace spade::trainer {
+
+namespace {
+
+double vm_hwm_mb() {
+  std::ifstream f("/proc/self/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0.0;
+}
+
+std::vector<rollout::Sample> synthetic_batch(int64_t vocab, int batch, int seq, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> token(0, vocab - 1);
+  const float logp = static_cast<float>(-std::log(static_cast<double>(vocab)));
+  std::vector<rollout::Sample> out(batch);
+  for (int i = 0; i < batch; ++i) {
+    rollout::Sample& s = out[i];
+    std::vector<int64_t> prompt, response;
+    for (int t = 0; t < seq / 4 + 1; ++t) prompt.push_back(token(rng));
+    for (int t = seq / 4 + 1; t < seq + 1; ++t) response.push_back(token(rng));
+    s.append_context(prompt);
+    s.append_sampled(response, std::vector<float>(response.size(), logp));
+    s.temperature = 1.0;
+    s.advantage = i % 2 == 0 ? 1.0 : -1.0;
+  }
+  return out;
+}
+
+}  // namespace
+
+policy::ModelConfig qwen3_4b_shape() {
+  policy::ModelConfig c;
+  c.model_type = "qwen3";
+  c.vocab_size = 151936;
+  c.hidden_size = 2560;
+  c.intermediate_size = 9728;
+  c.num_hidden_layers = 36;
+  c.num_attention_heads = 32;
+  c.num_key_value_heads = 8;
+  c.head_dim = 128;
+  c.max_position_embeddings = 40960;
+  c.rope_theta = 1e6;
+  c.rms_norm_eps = 1e-6;
+  c.qk_norm = true;
+  c.tie_word_embeddings = true;
+  c.validate("qwen3_4b_shape");
+  return c;
+}
+
+double train_flops_per_token(const policy::ModelConfig& c, int64_t seq) {
+  const double h = c.hidden_size, d = c.head_size(), nh = c.num_attention_heads, kv = c.kv_heads();
+  const double L = c.num_hidden_layers;
+  double matmul_weights = static_cast<double>(c.vocab_size) * h;  // output projection
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    matmul_weights += h * nh * d + 2 * h * kv * d + nh * d * h;  // q, k, v, o projections
+    matmul_weights += c.is_moe_layer(i)
+                          ? h * c.num_experts + 3 * h * c.moe_intermediate_size * c.num_experts_per_tok  // router + active experts
+                          : 3 * h * c.intermediate_size;                                                  // gate, up, down
+  }
+  return 6 * matmul_weights + 12 * L * nh * d * static_cast<double>(seq);
+}
+
+StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedContext* dist) {
+  if (o.batch < 1 || o.seq < 2 || o.steps < 1 || o.warmup_steps < 0)
+    throw Error("step bench: batch >= 1, seq >= 2, steps >= 1 and warmup >= 0 required");
+  StepBenchResult r;
+  const torch::Device device = resolve_train_device(o.device, dist ? dist->local_rank() : 0);
+  r.device = device.str();
+  policy::ModelConfig c = o.model;
+  c.max_position_embeddings = std::max<int64_t>(c.max_position_embeddings, o.seq + 1);
+  policy::Transformer model(c);
+  model->init_weights(o.seed, 0.02);
+  model->to(device);
+  model->set_activation_checkpointing(o.activation_checkpointing);
+  r.params = c.num_parameters();
+  r.tokens = static_cast<int64_t>(o.batch) * o.seq;
+  r.flops_per_token = train_flops_per_token(c, o.seq);
+
+  torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-6).weight_decay(0.1));
+  UpdateOptions update;
+  update.micro_batch_tokens = o.micro_batch_tokens;
+  update.logprob_chunk_rows = o.logprob_chunk_rows;
+  update.autocast = o.autocast;
+  const std::vector<rollout::Sample> batch = synthetic_batch(c.vocab_size, o.batch, o.seq, o.seed + 1);
+  for (int s = 0; s < o.warmup_steps + o.steps; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const UpdateStats st = grpo_update(model, optimizer, batch, update, dist);
+    // .item() waits for the device's queued work (CUDA: a stream sync), so the time covers the step.
+    const double check = model->parameters().front().sum().item<double>();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!std::isfinite(st.pg_loss) || !std::isfinite(st.grad_norm) || !std::isfinite(check))
+      throw Error("step bench: step " + std::to_string(s) + " produced a non-finite loss, gradient norm or weight");
+    if (s < o.warmup_steps) continue;
+    if (r.step_s.empty()) {
+      r.pg_loss = st.pg_loss;
+      r.grad_norm = st.grad_norm;
+      r.micro_batches = st.num_micro_batches;
+    }
+    r.step_s.push_back(secs);
+  }
+  std::vector<double> sorted = r.step_s;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  r.tokens_per_s = static_cast<double>(r.tokens) / median;
+  r.mfu = r.tokens_per_s * r.flops_per_token / (o.peak_tflops * 1e12);
+  r.peak_rss_mb = vm_hwm_mb();
+  return r;
+}
+
+}  // namespace spade::trainer

@@ -1,0 +1,64 @@
+// One GRPO optimizer step of a random model of a given shape, timed on a given device: the GPU check of
+// issue 5 ("one GRPO step of a Qwen3-4B-shaped random model in bf16 on one H200 at 8 x 4096 tokens:
+// tokens/s, MFU, peak memory"; scripts/gpu/run_trainer_check.sh) and, at small shapes on the CPU, the
+// activation-checkpointing memory figure of bench/RESULTS.md. The step is trainer::grpo_update itself
+// (forward, PPO-clip loss with TIS, backward, global-norm clip, AdamW), on a synthetic batch.
+// Not thread-safe.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "policy/model_config.h"
+#include "trainer/distributed.h"
+
+namespace spade::trainer {
+
+/// The Qwen3-4B architecture (Hugging Face Qwen/Qwen3-4B config.json): hidden 2560, 36 layers, 32 query
+/// / 8 kv heads of head_dim 128, intermediate 9728, vocab 151936, tied embeddings, q/k RMSNorm,
+/// rope_theta 1e6, rms_norm_eps 1e-6: 4.02B parameters (3.6B without the embedding).
+policy::ModelConfig qwen3_4b_shape();
+
+/// Model FLOPs of one training token (forward + backward) at sequence length `seq`, by the PaLM formula
+/// (Chowdhery et al. 2022, appendix B): 6 * N + 12 * L * H * Q * T, where N counts the weights that
+/// enter a matmul (every layer's projections, for MoE layers the router and the top-k experts only, plus
+/// the vocab x hidden output projection; the embedding lookup is not a matmul), L layers, H query heads of size Q, T = seq (full, non-causal attention
+/// scores: what policy/transformer.cpp computes). Recomputation (activation checkpointing, the chunked
+/// logprob backward) is not counted: this is the MFU numerator, not hardware FLOPs.
+double train_flops_per_token(const policy::ModelConfig& model, int64_t seq);
+
+struct StepBenchOptions {
+  policy::ModelConfig model = qwen3_4b_shape();
+  int batch = 8, seq = 4096;                 // sequences x tokens (issue 5: 8 x 4096)
+  std::string device = "auto";               // train.device syntax (trainer/device.h)
+  std::string autocast = "bf16";             // train.autocast
+  bool activation_checkpointing = true;      // train.activation_checkpointing
+  int micro_batch_tokens = 8192;             // optim.micro_batch_tokens (gradient accumulation)
+  int logprob_chunk_rows = 2048;             // optim.logprob_chunk_rows
+  int warmup_steps = 1, steps = 1;           // untimed, then timed optimizer steps
+  uint64_t seed = 1;
+  double peak_tflops = 989.0;  // MFU denominator: H100/H200 SXM dense bf16 tensor-core peak, 989 TFLOPS
+                               // (NVIDIA H200 datasheet: 1,979 TFLOPS "with sparsity" = 2x dense)
+};
+
+struct StepBenchResult {
+  std::string device;               // resolved, e.g. "cuda:0"
+  int64_t params = 0, tokens = 0;   // parameters; tokens per step (batch * seq)
+  double flops_per_token = 0;       // train_flops_per_token
+  std::vector<double> step_s;       // wall time of each timed step (device-synchronised), seconds
+  double tokens_per_s = 0;          // tokens / median step time
+  double mfu = 0;                   // tokens_per_s * flops_per_token / (peak_tflops * 1e12)
+  double peak_rss_mb = 0;           // process VmHWM (host memory; on the CPU: the whole step's peak)
+  double pg_loss = 0, grad_norm = 0;  // first timed step (finite: checked)
+  int64_t micro_batches = 0;
+};
+
+/// Builds the random model (init_weights(seed), std 0.02) on options.device, a synthetic batch of
+/// options.batch agent samples of options.seq + 1 tokens (uniform random ids; the first quarter context,
+/// loss mask 0; the rest sampled, mask 1, rollout logprob -ln(vocab), a random model's own; advantages
+/// +1 / -1 alternating), and runs warmup + timed grpo_update steps with AdamW (lr 1e-6, reference §5).
+/// `dist` (optional) takes part in the step as in data-parallel training (its collectives run).
+/// Throws spade::Error for a bad device/autocast, or when a loss or gradient norm is not finite.
+StepBenchResult run_step_bench(const StepBenchOptions& options, const DistributedContext* dist = nullptr);
+
+}  // namespace spade::trainer
