@@ -23,6 +23,8 @@
 #include <time.h>
 
 #include "apps/commands.h"
+#include "common/process_stats.h"
+#include "trainer/step_bench.h"
 #include "apps/json_io.h"
 #include "common/error.h"
 #include "embedded_config.h"
@@ -84,48 +86,6 @@ std::pair<policy::ModelConfig, std::pair<int, int>> bench_model(const std::strin
   return {c, {batch, seq}};
 }
 
-/// A synthetic GRPO batch, deterministic in `seed`: `batch` agent samples of seq+1 tokens (uniform
-/// random ids), each a prompt of seq/4..seq/2 context tokens followed by alternating policy turns
-/// (16..63 sampled tokens, loss mask 1) and observations (8..31 context tokens, mask 0), as
-/// multi-turn episodes look (DESIGN.md Tokens). Rollout logprobs of sampled tokens are
-/// -ln(V) + N(0, 0.3): near a random model's own logprob (~ -ln V), so the TIS weights
-/// exp(old - rollout) spread around 1 and a few exceed the cap 2. Advantages: GRPO z-scores
-/// (population std, epsilon 1e-8) of U(0,1) rewards within groups of 4 consecutive samples.
-std::vector<rollout::Sample> synthetic_batch(int64_t vocab, int batch, int seq, double temperature, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int64_t> token(0, vocab - 1);
-  std::normal_distribution<double> noise(0.0, 0.3);
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
-  const int64_t len = seq + 1;
-  std::vector<rollout::Sample> out(batch);
-  for (rollout::Sample& s : out) {
-    s.temperature = temperature;
-    const int64_t prompt = seq / 4 + static_cast<int64_t>(rng() % std::max(1, seq / 4));
-    bool sampled = false;
-    int64_t chunk = prompt;
-    while (static_cast<int64_t>(s.tokens.size()) < len) {
-      for (int64_t i = 0; i < chunk && static_cast<int64_t>(s.tokens.size()) < len; ++i) {
-        s.tokens.push_back(token(rng));
-        s.loss_mask.push_back(sampled ? 1.f : 0.f);
-        s.rollout_logprobs.push_back(sampled ? static_cast<float>(std::min(0.0, -std::log(double(vocab)) + noise(rng)))
-                                             : 0.f);
-      }
-      sampled = !sampled;
-      chunk = sampled ? 16 + static_cast<int64_t>(rng() % 48) : 8 + static_cast<int64_t>(rng() % 24);
-    }
-  }
-  for (size_t g = 0; g < out.size(); g += 4) {
-    const size_t end = std::min(out.size(), g + 4);
-    double mean = 0, var = 0;
-    for (size_t i = g; i < end; ++i) mean += (out[i].reward = unit(rng));
-    mean /= double(end - g);
-    for (size_t i = g; i < end; ++i) var += (out[i].reward - mean) * (out[i].reward - mean);
-    const double sd = std::sqrt(var / double(end - g));
-    for (size_t i = g; i < end; ++i) out[i].advantage = (out[i].reward - mean) / (sd + 1e-8);
-  }
-  return out;
-}
-
 void write_batch(const std::string& path, const std::vector<rollout::Sample>& samples) {
   nlohmann::json j;
   j["samples"] = nlohmann::json::array();
@@ -137,15 +97,7 @@ void write_batch(const std::string& path, const std::vector<rollout::Sample>& sa
 }
 
 /// VmHWM of this process in MiB (peak resident set since the last reset_peak_rss()).
-double peak_rss_mb() {
-  std::ifstream f("/proc/self/status");
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  return 0.0;
-}
-
-/// Resets VmHWM to the current RSS (Linux >= 4.0: "5" to /proc/self/clear_refs); best effort.
-void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+double peak_rss_mb() { return static_cast<double>(peak_rss_bytes()) / (1 << 20); }
 
 std::string loadavg() {
   std::ifstream f("/proc/loadavg");
@@ -379,7 +331,7 @@ void add_bench_trainer_command(CLI::App& app) {
           policy::save_checkpoint(ckpt, model);
         }
         const std::vector<rollout::Sample> samples =
-            synthetic_batch(c.vocab_size, batch, seq, cfg.selfplay.agent.temperature, args->seed);
+            trainer::synthetic_grpo_batch(c.vocab_size, batch, seq, cfg.selfplay.agent.temperature, args->seed);
         write_batch(batch_file, samples);
         int64_t trainable = 0;
         for (const rollout::Sample& s : samples)

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "envsandbox/sandbox.h"
 #include "envsandbox/isolation.h"
+#include "envsandbox/protocol.h"
 #include "envsandbox/zygote_process.h"
 
 using nlohmann::json;
@@ -34,6 +35,9 @@ void check_options(const SandboxOptions& o) {
   require(o.pool_memory_bytes == 0 || o.pool_memory_bytes >= (int64_t{64} << 20),
           "pool_memory_bytes must be 0 (half of MemTotal) or >= 64 MiB");
   require(o.pool_max_tasks >= 16, "pool_max_tasks must be >= 16");
+  require(o.spare_children >= 0 && o.spare_children <= protocol::kMaxSpares, "spare_children must be in [0, 64]");
+  require(o.preload_spares >= 0 && o.preload_spares <= protocol::kMaxSpares, "preload_spares must be in [0, 64]");
+  require(o.spin_us >= 0 && o.spin_us <= 10000, "spin_us must be in [0, 10000] microseconds");
   for (const std::string& b : o.extra_ro_binds)
     require(!b.empty() && b[0] == '/', "extra_ro_binds entries must be absolute paths");
 }
@@ -93,19 +97,31 @@ EnvServer::~EnvServer() {
   // cgroup_ is removed when the last holder (this server, live instances' zygote handles) lets go.
 }
 
-std::unique_ptr<EnvInstance> EnvServer::spawn() { return spawn_child("", nullptr); }
+std::unique_ptr<EnvInstance> EnvServer::spawn() { return spawn_child("", -1, nullptr); }
 
 std::unique_ptr<EnvInstance> EnvServer::spawn_loaded(const std::string& source, int max_turns_cap, CallResult* load) {
+  std::string preload = EnvInstance::load_request(source, max_turns_cap).dump(-1, ' ', false, json::error_handler_t::replace);
+  bool refused;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    refused = no_preload_.count(preload) > 0;
+  }
   bool loaded = false;
-  std::string preload = options_.preload_spares > 0
-                            ? EnvInstance::load_request(source, max_turns_cap).dump(-1, ' ', false, json::error_handler_t::replace)
-                            : std::string();
-  std::unique_ptr<EnvInstance> instance = spawn_child(preload, &loaded);
+  std::unique_ptr<EnvInstance> instance =
+      options_.preload_spares > 0 && !refused ? spawn_child(preload, options_.preload_spares, &loaded)
+                                              : spawn_child("", 0, nullptr);  // "": drop preloaded spares
+  instance->preloaded_ = loaded;
   *load = loaded ? instance->receive_preloaded_load() : instance->load(source, max_turns_cap);
+  // A program whose load hangs or kills its process would keep its preloaded spares burning CPU
+  // (up to RLIMIT_CPU each) or dying: never preload it again.
+  if (!load->ok() && load->reason != "exception") {
+    std::lock_guard<std::mutex> lock(mu_);
+    no_preload_.insert(std::move(preload));
+  }
   return instance;
 }
 
-std::unique_ptr<EnvInstance> EnvServer::spawn_child(const std::string& preload, bool* loaded) {
+std::unique_ptr<EnvInstance> EnvServer::spawn_child(const std::string& preload, int preload_spares, bool* loaded) {
   const json limits{{"memory_bytes", options_.memory_limit_bytes},
                     {"cpu_s", options_.cpu_limit_s},
                     {"max_files", options_.max_open_files},
@@ -124,7 +140,7 @@ std::unique_ptr<EnvInstance> EnvServer::spawn_child(const std::string& preload, 
     }
     pid_t pid = -1;
     int fd = -1;
-    if (zygote_->spawn(limits, options_.spare_children, &pid, &fd, &error, preload, options_.preload_spares, loaded))
+    if (zygote_->spawn(limits, options_.spare_children, &pid, &fd, &error, preload, preload_spares, loaded))
       return std::unique_ptr<EnvInstance>(new EnvInstance(zygote_, pid, fd, options_));
     if (zygote_->alive()) break;  // it answered with an error (e.g. fork failed): a restart won't help
   }

@@ -127,13 +127,18 @@ json Zygote::spawn(const json& request, int* pass_fd) {
     spare_limits_ = limits_json;
   }
   spare_target_ = static_cast<size_t>(std::clamp(request.value("spares", 0), 0, protocol::kMaxSpares));
+  // Only a request that names a preload changes the preloaded spares ("" clears them); a plain spawn
+  // (validation, repair) leaves them for the next plays of the current program.
   std::string preload = request.value("preload", std::string());
-  if (preload != preload_) {
-    if (!preload_.empty()) drop_spares(&preload_);
-    preload_ = preload;
+  if (request.contains("preload")) {
+    if (preload != preload_) {
+      if (!preload_.empty()) drop_spares(&preload_);
+      preload_ = preload;
+    }
+    preload_target_ = preload_.empty() ? 0
+                                       : static_cast<size_t>(std::clamp(request.value("preload_spares", 0), 0,
+                                                                        protocol::kMaxSpares));
   }
-  preload_target_ =
-      preload_.empty() ? 0 : static_cast<size_t>(std::clamp(request.value("preload_spares", 0), 0, protocol::kMaxSpares));
   spare_fork_failed_ = false;
   reap();
   pid_t pid = -1;

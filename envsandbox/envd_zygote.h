@@ -17,7 +17,8 @@
 // while it waits and its reply stays in the socket for the host. The next spawn with the same preload
 // gets such a spare ("loaded": true): start-up is then the hand-over and reset() only. The zygote never
 // reads a child's channel (a child's bytes are untrusted and only the host parses them). A spawn with
-// another preload kills the preloaded spares of the old one. A preloaded spare has run the program's
+// another preload (or "" to clear) kills the preloaded spares of the old one; a spawn without one
+// leaves them. A preloaded spare has run the program's
 // top level and __init__ before its hand-over: that CPU time counts against its RLIMIT_CPU, and the
 // host's load deadline starts at the hand-over.
 #pragma once

@@ -16,9 +16,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -68,11 +70,11 @@ std::string own_cgroup(const std::string& controller) {
   return "";
 }
 
-// Creates <mount>/<own path>/<name> (falling back to <mount>/<name>); "" with `*why` on failure.
 // Removes pool cgroups that hosts killed without cleaning up (kill -9) left in `parent`: directories
-// "spade-envd-<pid>-<n>" whose <pid> is not running. rmdir refuses a cgroup that still holds a process,
-// so a pool still in use is never removed. Without this, a new host given a dead host's pid would
-// collide with its directory and run without cgroup caps.
+// "spade-envd-<pid>-..." whose <pid> is not running here and that are over a minute old. rmdir refuses
+// a cgroup that still holds a process, so a pool in use is never removed; the age guard keeps the
+// empty-for-a-moment pool of a live host in another pid namespace (whose pid we cannot see) safe
+// while it starts its zygote.
 void remove_stale_cgroups(const std::string& parent) {
   DIR* dir = opendir(parent.c_str());
   if (dir == nullptr) return;
@@ -82,11 +84,15 @@ void remove_stale_cgroups(const std::string& parent) {
     if (name.rfind(prefix, 0) != 0) continue;
     pid_t pid = static_cast<pid_t>(std::atol(name.c_str() + prefix.size()));
     if (pid <= 0 || pid == getpid() || kill(pid, 0) == 0 || errno == EPERM) continue;  // owner alive
-    rmdir((parent + "/" + name).c_str());
+    struct stat st{};
+    std::string path = parent + "/" + name;
+    if (stat(path.c_str(), &st) != 0 || time(nullptr) - st.st_mtime < 60) continue;
+    rmdir(path.c_str());
   }
   closedir(dir);
 }
 
+// Creates <mount>/<own path>/<name> (falling back to <mount>/<name>); "" with `*why` on failure.
 std::string make_cgroup_dir(const std::string& controller, const std::string& name, std::string* why) {
   std::string mount = "/sys/fs/cgroup/" + controller;
   struct stat st{};
@@ -99,8 +105,6 @@ std::string make_cgroup_dir(const std::string& controller, const std::string& na
     remove_stale_cgroups(parent);
     std::string dir = parent + "/" + name;
     if (mkdir(dir.c_str(), 0755) == 0) return dir;
-    // Names are unique within this process, so an existing one was left by a dead host with our pid.
-    if (errno == EEXIST && rmdir(dir.c_str()) == 0 && mkdir(dir.c_str(), 0755) == 0) return dir;
     *why = "cannot create " + dir + ": " + std::strerror(errno);
   }
   return "";
@@ -249,7 +253,10 @@ void warn_once(const std::string& key, const std::string& message) {
 
 std::shared_ptr<PoolCgroup> PoolCgroup::create(int64_t memory_bytes, int64_t max_tasks, std::string* why) {
   static std::atomic<int> counter{0};
-  std::string name = "spade-envd-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  // Unique even against a stale directory of a dead host that had our pid (or a host with the same
+  // pid in another pid namespace): pid, a per-process counter and 32 random bits.
+  std::string name = "spade-envd-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + "-" +
+                     std::to_string(std::random_device{}());
   auto cg = std::shared_ptr<PoolCgroup>(new PoolCgroup());
   cg->memory_dir_ = make_cgroup_dir("memory", name, why);
   if (cg->memory_dir_.empty()) return nullptr;

@@ -17,7 +17,9 @@
 //                                         wait; a spare whose preload equals S is handed over with
 //                                         "loaded":true (the host then reads the hello and the load's
 //                                         reply as if it had sent S itself); otherwise "loaded":false.
-//                                         A different S replaces the preloaded spares (envd_zygote.h).
+//                                         A different S replaces the preloaded spares, S = "" (or M = 0)
+//                                         removes them; a spawn without "preload" leaves them as they
+//                                         are (envd_zygote.h).
 //   {"op":"status","pid":N}            -> {"state":"running"|"exited"|"signaled"|"unknown","code":N,"signal":N}
 //   {"op":"kill","pid":N}              -> {"done":true}   SIGKILL the child's process group
 //   {"op":"release","pid":N}           -> {"done":true}   kill, then forget it once reaped

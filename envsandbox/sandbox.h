@@ -38,6 +38,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,7 @@ struct SandboxOptions {
   /// a child's reply or the zygote's, and a child waiting for its next request (frame.h, SpinBudget:
   /// a sleeping reader costs an inter-processor wake-up, tens of microseconds on VMs; the spin is
   /// dropped on a channel whose waits outlast it, e.g. when no core is free). 0: always block.
+  /// In [0, 10000]; EnvServer throws spade::Error otherwise.
   int spin_us = 50;
   /// Children kept waiting with the most recently requested program already loaded, for
   /// EnvServer::spawn_loaded (in addition to spare_children; envd_zygote.h): start-up is then the
@@ -185,7 +187,9 @@ class EnvServer {
   /// caller: the request asks the zygote to keep options().preload_spares children that have already
   /// received this load request (protocol.h). When one is waiting, the load's reply is read from its
   /// channel; otherwise the load is sent as usual. Either way `*load` gets what load() would return
-  /// (a preloaded child's time and deadline count from the hand-over). Throws like spawn().
+  /// (a preloaded child's time and deadline count from the hand-over). A program whose load ends in
+  /// anything but ok or "exception" (a hang, a crash, memory) is never preloaded again by this server.
+  /// Plain spawn() calls (validation) leave the preloaded spares in place. Throws like spawn().
   std::unique_ptr<EnvInstance> spawn_loaded(const std::string& source, int max_turns_cap, CallResult* load);
 
   const SandboxOptions& options() const { return options_; }
@@ -208,8 +212,9 @@ class EnvServer {
 
  private:
   std::shared_ptr<detail::ZygoteProcess> start_zygote();
-  /// spawn() and spawn_loaded(): `preload` is a load request for preloaded spares ("" = none).
-  std::unique_ptr<EnvInstance> spawn_child(const std::string& preload, bool* loaded);
+  /// spawn() and spawn_loaded(): `preload` is a load request for `preload_spares` preloaded spares
+  /// ("" clears them; preload_spares < 0 leaves them as they are), ZygoteProcess::spawn.
+  std::unique_ptr<EnvInstance> spawn_child(const std::string& preload, int preload_spares, bool* loaded);
 
   SandboxOptions options_;
   std::string envd_path_;
@@ -218,6 +223,7 @@ class EnvServer {
   std::shared_ptr<detail::PoolCgroup> cgroup_;
   std::mutex mu_;
   std::shared_ptr<detail::ZygoteProcess> zygote_;
+  std::set<std::string> no_preload_;  // load requests whose load timed out or killed its process
 };
 
 /// One environment process: holds at most one loaded program and its instance of the *Env class.
@@ -262,6 +268,9 @@ class EnvInstance {
   std::optional<int64_t> max_turns() const { return max_turns_; }
   /// False once the process was killed or lost.
   bool alive() const { return dead_reason_.empty(); }
+  /// True when EnvServer::spawn_loaded handed over a child that had loaded the program ahead of the
+  /// call (diagnostics and tests).
+  bool preloaded() const { return preloaded_; }
   /// SIGKILLs the process group now; later calls return "exited".
   void kill();
   /// Program output (print, sys.stderr) received so far, capped at options().max_output_bytes.
@@ -302,6 +311,7 @@ class EnvInstance {
   std::string output_;
   std::optional<int64_t> max_turns_;
   SpinBudget spin_;  // waits for this child's replies (SandboxOptions::spin_us)
+  bool preloaded_ = false;
 };
 
 }  // namespace spade::envsandbox

@@ -264,7 +264,7 @@ bool ZygoteProcess::spawn(const json& limits, int spares, pid_t* pid, int* fd, s
   json reply;
   int passed = -1;
   json req{{"op", "spawn"}, {"limits", limits}, {"spares", spares}};
-  if (!preload.empty()) {
+  if (preload_spares >= 0) {
     req["preload"] = preload;
     req["preload_spares"] = preload_spares;
   }
@@ -277,7 +277,7 @@ bool ZygoteProcess::spawn(const json& limits, int spares, pid_t* pid, int* fd, s
   }
   *pid = p->get<pid_t>();
   *fd = passed;
-  if (loaded != nullptr) *loaded = reply.value("loaded", false) && !preload.empty();
+  if (loaded != nullptr) *loaded = reply.value("loaded", false) && !preload.empty() && preload_spares > 0;
   return true;
 }
 

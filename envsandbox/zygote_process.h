@@ -52,10 +52,11 @@ class ZygoteProcess {
   /// Gets a child with `limits` (envd_child.h ChildLimits fields): a waiting spare or a fresh fork, and
   /// asks the zygote to keep `spares` more waiting (protocol.h). On success sets `*pid` and `*fd` (the
   /// host end of the child's channel, close-on-exec) and returns true; else sets `*error`.
-  /// `preload`/`preload_spares` (protocol.h): a load request for preloaded spares ("" = none); *loaded
-  /// (when non-null) tells whether the child handed over already received it.
+  /// `preload`/`preload_spares` (protocol.h): a load request for preloaded spares ("" clears them);
+  /// preload_spares < 0 sends neither, leaving the zygote's preloaded spares as they are. *loaded
+  /// (when non-null) tells whether the child handed over already received `preload`.
   bool spawn(const nlohmann::json& limits, int spares, pid_t* pid, int* fd, std::string* error,
-             const std::string& preload = "", int preload_spares = 0, bool* loaded = nullptr);
+             const std::string& preload = "", int preload_spares = -1, bool* loaded = nullptr);
 
   /// The child's state: {"state":"running"|"exited"|"signaled"|"unknown", "code"/"signal"}.
   /// "unknown" when the zygote cannot be asked.

@@ -1,17 +1,12 @@
 #include "policy/chat_formats.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace spade::policy {
 
 namespace {
-
-std::string trim(const std::string& s) {
-  const char* ws = " \t\n\r";
-  const size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
-}
 
 // Qwen3 template: `tool | tojson` of a tool, and `tool_call.arguments | tojson` (Jinja's tojson sorts
 // no keys and uses ", " / ": " separators, as json.dumps).
@@ -59,19 +54,11 @@ std::string render_chatml(const std::vector<RichMessage>& msgs, const ChatRender
     const RichMessage& m = msgs[i];
     if (m.role == "tool") {
       if (i == start || msgs[i - 1].role != "tool") out += "<|im_start|>user";
-      out += "\n<tool_response>\n" + m.content + "\n</tool_response>";
+      out += "\n" + qwen_tool_response(m.content);
       if (i + 1 == msgs.size() || msgs[i + 1].role != "tool") out += "<|im_end|>\n";
       continue;
     }
-    std::string content = m.content;
-    if (m.role == "assistant") {
-      const size_t end = content.rfind("</think>");
-      if (end != std::string::npos && i < last_query) {
-        content = content.substr(end + 8);
-        content.erase(0, content.find_first_not_of('\n') == std::string::npos ? content.size()
-                                                                              : content.find_first_not_of('\n'));
-      }
-    }
+    const std::string content = m.role == "assistant" && i < last_query ? qwen3_history_content(m.content) : m.content;
     out += "<|im_start|>" + m.role + "\n" + content;
     for (size_t k = 0; k < m.tool_calls.size(); ++k) {
       if (k > 0 || !content.empty()) out += "\n";
@@ -100,16 +87,37 @@ void require_plain(const std::vector<RichMessage>& msgs, const ChatRenderOptions
 // Llama 3 / Llama 2 / Mistral have no tool role: a tool result is a user message (chat_formats.h).
 std::string plain_role(const std::string& role) { return role == "tool" ? "user" : role; }
 
-// Llama 2 / Mistral: after an optional system message, roles must alternate user/assistant/...
-void require_alternation(const std::vector<RichMessage>& msgs, size_t start, const char* fmt) {
-  for (size_t i = start; i < msgs.size(); ++i)
-    if (plain_role(msgs[i].role) != ((i - start) % 2 == 0 ? "user" : "assistant"))
-      throw spade::Error(std::string("render_chat: ") + fmt +
-                         " conversations must alternate user/assistant/user/... (message " + std::to_string(i) +
-                         " is '" + msgs[i].role + "')");
+std::vector<std::string> roles_of(const std::vector<RichMessage>& msgs) {
+  std::vector<std::string> roles;
+  for (const RichMessage& m : msgs) roles.push_back(m.role);
+  return roles;
 }
 
 }  // namespace
+
+std::string template_trim(const std::string& s) {
+  const char* ws = " \t\n\r";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+std::string qwen_tool_response(const std::string& result) { return "<tool_response>\n" + result + "\n</tool_response>"; }
+
+std::string qwen3_history_content(const std::string& content) {
+  const size_t end = content.rfind("</think>");
+  if (end == std::string::npos) return content;
+  std::string after = content.substr(end + 8);
+  after.erase(0, std::min(after.find_first_not_of('\n'), after.size()));
+  return after;
+}
+
+void require_alternation(const std::vector<std::string>& roles, size_t start, const std::string& context) {
+  for (size_t i = start; i < roles.size(); ++i)
+    if (plain_role(roles[i]) != ((i - start) % 2 == 0 ? "user" : "assistant"))
+      throw spade::Error(context + " conversations must alternate user/assistant/user/... after an optional "
+                         "leading system message (message " + std::to_string(i) + " is '" + roles[i] + "')");
+}
 
 const char* chat_format_name(ChatFormat f) {
   switch (f) {
@@ -137,7 +145,7 @@ std::string render_chat(ChatFormat format, const std::vector<RichMessage>& msgs,
       require_plain(msgs, o, "llama3");
       std::string out = "<|begin_of_text|>";
       for (const auto& m : msgs)
-        out += "<|start_header_id|>" + plain_role(m.role) + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
+        out += "<|start_header_id|>" + plain_role(m.role) + "<|end_header_id|>\n\n" + template_trim(m.content) + "<|eot_id|>";
       if (o.add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
       return out;
     }
@@ -145,16 +153,16 @@ std::string render_chat(ChatFormat format, const std::vector<RichMessage>& msgs,
       require_plain(msgs, o, "llama2");
       const bool sys = !msgs.empty() && msgs[0].role == "system";
       const size_t start = sys ? 1 : 0;
-      require_alternation(msgs, start, "llama2");
+      require_alternation(roles_of(msgs), start, "render_chat: llama2");
       std::string out;
       for (size_t i = start; i < msgs.size(); ++i) {
         const RichMessage& m = msgs[i];
         if (plain_role(m.role) == "user") {
           std::string content = m.content;
           if (sys && i == start) content = "<<SYS>>\n" + msgs[0].content + "\n<</SYS>>\n\n" + content;
-          out += "<s>[INST] " + trim(content) + " [/INST]";
+          out += "<s>[INST] " + template_trim(content) + " [/INST]";
         } else {
-          out += " " + trim(m.content) + " </s>";
+          out += " " + template_trim(m.content) + " </s>";
         }
       }
       return out;  // the template has no separate generation prompt: "[/INST]" opens the answer
@@ -163,7 +171,7 @@ std::string render_chat(ChatFormat format, const std::vector<RichMessage>& msgs,
       require_plain(msgs, o, "mistral");
       const bool sys = !msgs.empty() && msgs[0].role == "system";
       const size_t start = sys ? 1 : 0;
-      require_alternation(msgs, start, "mistral");
+      require_alternation(roles_of(msgs), start, "render_chat: mistral");
       std::string out = "<s>";
       for (size_t i = start; i < msgs.size(); ++i) {
         const RichMessage& m = msgs[i];

@@ -78,4 +78,23 @@ ChatFormat detect_chat_format(const nlohmann::json& tokenizer_config, const std:
 /// The end-of-turn string of a format (the sampler's stop): <|im_end|>, <|eot_id|>, </s>, </s>.
 std::string end_of_turn(ChatFormat format);
 
+// Rules of the published templates shared by render_chat and ChatTemplate (chat_template.h).
+
+/// Jinja `trim` / Python str.strip() as the Llama templates apply it: spaces, tabs, CR and LF removed
+/// at both ends.
+std::string template_trim(const std::string& s);
+
+/// Qwen2.5/Qwen3 templates: one tool result as it appears inside the user turn that carries it,
+/// "<tool_response>\n" + result + "\n</tool_response>".
+std::string qwen_tool_response(const std::string& result);
+
+/// Qwen3 template: an assistant message before the last user message keeps only the text after its
+/// last "</think>", without leading newlines; `content` unchanged when it has no "</think>".
+std::string qwen3_history_content(const std::string& content);
+
+/// Llama 2 / Mistral templates (their raise_exception rule): roles[start..] must alternate user,
+/// assistant, user, ... ("tool" counts as user). Throws spade::Error starting with `context` and
+/// naming the first offending message otherwise.
+void require_alternation(const std::vector<std::string>& roles, size_t start, const std::string& context);
+
 }  // namespace spade::policy

@@ -15,37 +15,12 @@ namespace {
 
 void add(std::vector<int64_t>& out, const std::vector<int64_t>& ids) { out.insert(out.end(), ids.begin(), ids.end()); }
 
-// The Jinja `trim` / Python str.strip() whitespace the Llama templates use.
-std::string trim(const std::string& s) {
-  const char* ws = " \t\n\r";
-  const size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
-}
-
-// Qwen2.5/Qwen3 chat templates: how one tool result appears inside the user turn that carries it.
-std::string tool_response(const std::string& result) {
-  return "<tool_response>\n" + result + "\n</tool_response>";
-}
-
 int64_t special_id(const Tokenizer& tok, ChatFormat format, const char* token) {
   try {
     return tok.token_id(token);
   } catch (const spade::Error& e) {
     throw spade::Error(std::string("ChatTemplate: the ") + chat_format_name(format) + " chat format needs the special token " +
                        token + ", which the tokenizer " + tok.model_path() + " lacks (" + e.what() + ")");
-  }
-}
-
-// Llama 2 / Mistral: a conversation after its optional system message must alternate user/assistant
-// ("tool" counts as user), as the templates' raise_exception rule.
-void require_alternation(const std::vector<ChatMessage>& msgs, size_t start, ChatFormat format) {
-  for (size_t i = start; i < msgs.size(); ++i) {
-    const std::string role = msgs[i].role == "tool" ? "user" : msgs[i].role;
-    if (role != ((i - start) % 2 == 0 ? "user" : "assistant"))
-      throw spade::Error(std::string("ChatTemplate::render: ") + chat_format_name(format) +
-                         " conversations must alternate user/assistant after an optional leading system message "
-                         "(message " + std::to_string(i) + " is '" + msgs[i].role + "')");
   }
 }
 
@@ -121,7 +96,7 @@ void ChatTemplate::append_message(std::vector<int64_t>& out, const std::string& 
       if (role == "tool") {
         add_text(out, "user");
         add_text(out, "\n");
-        add_text(out, tool_response(content));
+        add_text(out, qwen_tool_response(content));
       } else {
         add_text(out, role);
         add_text(out, "\n");
@@ -135,16 +110,16 @@ void ChatTemplate::append_message(std::vector<int64_t>& out, const std::string& 
       add_text(out, role == "tool" ? "user" : role);
       out.push_back(mid_);
       add_text(out, "\n\n");
-      add_text(out, trim(content));
+      add_text(out, template_trim(content));
       out.push_back(end_);
       return;
     case ChatFormat::kLlama2:
       if (role == "assistant") {
-        add_text(out, " " + trim(content) + " ");
+        add_text(out, " " + template_trim(content) + " ");
         out.push_back(end_);
       } else {
         out.push_back(bos_);
-        add_text(out, "[INST] " + trim(content) + " [/INST]");
+        add_text(out, "[INST] " + template_trim(content) + " [/INST]");
       }
       return;
     case ChatFormat::kMistral:
@@ -170,18 +145,13 @@ std::vector<int64_t> ChatTemplate::render(const std::vector<ChatMessage>& messag
         if (m.role == "tool" && i > 0 && messages[i - 1].role == "tool") {
           // Qwen groups consecutive tool results into one user turn: reopen the previous one.
           out.resize(out.size() - tok_->encode("\n").size() - 1);  // drop [<|im_end|>] enc("\n")
-          add_text(out, "\n" + tool_response(m.content));
+          add_text(out, "\n" + qwen_tool_response(m.content));
           out.push_back(end_);
           add_text(out, "\n");
           continue;
         }
-        std::string content = m.content;
-        const size_t think_end = content.rfind("</think>");
-        if (m.role == "assistant" && i < last_query && think_end != std::string::npos) {
-          content = content.substr(think_end + 8);
-          content.erase(0, std::min(content.find_first_not_of('\n'), content.size()));
-        }
-        append_message(out, m.role, content);
+        append_message(out, m.role,
+                       m.role == "assistant" && i < last_query ? qwen3_history_content(m.content) : m.content);
       }
       break;
     }
@@ -193,7 +163,11 @@ std::vector<int64_t> ChatTemplate::render(const std::vector<ChatMessage>& messag
     case ChatFormat::kMistral: {
       const bool sys = !messages.empty() && messages[0].role == "system";
       const size_t start = sys ? 1 : 0;
-      require_alternation(messages, start, format_);
+      {
+        std::vector<std::string> roles;
+        for (const ChatMessage& m : messages) roles.push_back(m.role);
+        require_alternation(roles, start, std::string("ChatTemplate::render: ") + chat_format_name(format_));
+      }
       if (format_ == ChatFormat::kMistral) out.push_back(bos_);
       for (size_t i = start; i < messages.size(); ++i) {
         std::string content = messages[i].content;

@@ -89,4 +89,31 @@ inline void set_autocast_dtype(c10::DeviceType device, c10::ScalarType dtype) {
 #endif
 }
 
+/// RAII: sets autocast on `device` (kCPU or kCUDA) in this thread to (`enabled`, `dtype`) for the
+/// guard's life, as `with torch.autocast(device, dtype, enabled):` does: nesting counted, and when the
+/// outermost autocast region closes its cache of low-precision weight copies is cleared (so an
+/// optimizer step never reads stale copies); the previous state is restored on exit, also when an
+/// exception unwinds.
+class AutocastGuard {
+ public:
+  AutocastGuard(c10::DeviceType device, bool enabled, c10::ScalarType dtype)
+      : device_(device), prev_enabled_(autocast_enabled(device)), prev_dtype_(autocast_dtype(device)) {
+    set_autocast_enabled(device, enabled);
+    set_autocast_dtype(device, dtype);
+    at::autocast::increment_nesting();
+  }
+  ~AutocastGuard() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    set_autocast_enabled(device_, prev_enabled_);
+    set_autocast_dtype(device_, prev_dtype_);
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  c10::DeviceType device_;
+  bool prev_enabled_;
+  c10::ScalarType prev_dtype_;
+};
+
 }  // namespace spade::compat

@@ -446,23 +446,9 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     torch::Tensor y;
     {
       torch::AutoGradMode grad_on(true);
-      const c10::DeviceType dev = x.device().type();
-      const bool prev = compat::autocast_enabled(dev);
-      const c10::ScalarType prev_dtype = compat::autocast_dtype(dev);
-      compat::set_autocast_enabled(dev, lc.autocast);
-      compat::set_autocast_dtype(dev, lc.autocast_dtype);
-      at::autocast::increment_nesting();
-      try {
-        y = decoder_layer(x, lc.w, lc.config, saved[1], saved[2], saved[3], nullptr, lc.layer);
-      } catch (...) {
-        if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-        compat::set_autocast_enabled(dev, prev);
-        compat::set_autocast_dtype(dev, prev_dtype);
-        throw;
-      }
-      if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-      compat::set_autocast_enabled(dev, prev);
-      compat::set_autocast_dtype(dev, prev_dtype);
+      // The recomputation runs under the forward's autocast state (backward itself runs outside it).
+      compat::AutocastGuard autocast(x.device().type(), lc.autocast, lc.autocast_dtype);
+      y = decoder_layer(x, lc.w, lc.config, saved[1], saved[2], saved[3], nullptr, lc.layer);
     }
     std::vector<torch::Tensor> inputs{x};
     inputs.insert(inputs.end(), params.begin(), params.end());

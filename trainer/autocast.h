@@ -17,7 +17,12 @@
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
+#include <memory>
 #include <string>
+
+namespace spade::compat {
+class AutocastGuard;
+}
 
 namespace spade::trainer {
 
@@ -38,10 +43,7 @@ class AutocastScope {
   AutocastScope& operator=(const AutocastScope&) = delete;
 
  private:
-  bool active_ = false;
-  c10::DeviceType type_ = c10::DeviceType::CPU;
-  bool prev_enabled_ = false;
-  c10::ScalarType prev_dtype_ = c10::ScalarType::BFloat16;
+  std::unique_ptr<compat::AutocastGuard> guard_;  // null when not enabled
 };
 
 }  // namespace spade::trainer

@@ -16,12 +16,20 @@ bool valid_device_spec(const std::string& spec);
 ///   "cpu"    -> cpu;
 ///   "cuda"   -> cuda:`local_rank` (each rank of a torchrun/srun job on its own GPU, as
 ///               distributed.cpp selects it for NCCL: torch DDP's convention);
-///   "cuda:N" -> cuda:N;
-///   "auto"   -> cuda:`local_rank` when torch::cuda::is_available(), else cpu.
+///   "cuda:N" -> cuda:N (one rank per node only: with several, every rank would share GPU N);
+///   "auto"   -> cuda:`local_rank` when at least one GPU is visible, else cpu.
 /// `cuda_devices` is the number of visible GPUs (torch::cuda::device_count() by default, -1); tests
-/// pass it explicitly. Throws spade::Error naming train.device when CUDA is requested but this
-/// LibTorch has no CUDA or no GPU is visible, when the index is not below the GPU count, or when
-/// `spec` is not a valid device string.
-c10::Device resolve_train_device(const std::string& spec, int local_rank, int cuda_devices = -1);
+/// pass it explicitly. `local_world_size`: ranks on this node (LOCAL_WORLD_SIZE). Throws spade::Error
+/// naming train.device when CUDA is requested but this LibTorch has no CUDA or no GPU is visible, when
+/// the index is not below the GPU count (also for auto: a rank without a GPU of its own is a launch
+/// error, not a reason to train on the CPU), when "cuda:N" is given with local_world_size > 1 and
+/// N != local_rank, or when `spec` is not a valid device string.
+c10::Device resolve_train_device(const std::string& spec, int local_rank, int cuda_devices = -1,
+                                 int local_world_size = 1);
+
+/// Makes `device` the current device of its type (for a GPU: what kernels, cuBLAS handles and the
+/// caching allocator use when no device is named), through c10's device-guard registry, so this
+/// compiles against CPU-only and CUDA LibTorch alike. No-op for the CPU.
+void make_current(const c10::Device& device);
 
 }  // namespace spade::trainer

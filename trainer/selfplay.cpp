@@ -10,6 +10,7 @@
 #include "common/strings.h"
 #include "common/error.h"
 #include "reward/advantages.h"
+#include "common/process_stats.h"
 #include "reward/designer_reward.h"
 #include "rollout/designer.h"
 #include "rollout/episode.h"
@@ -34,18 +35,6 @@ uint64_t fnv1a(const std::string& s) {
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
   return h;
 }
-// Peak resident set size of this process in GB (VmHWM of /proc/self/status); 0 when unavailable.
-double max_rss_gb() {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  if (!f) return 0.0;
-  char line[256];
-  double kb = 0;
-  while (std::fgets(line, sizeof line, f))
-    if (std::sscanf(line, "VmHWM: %lf kB", &kb) == 1) break;
-  std::fclose(f);
-  return kb / (1024.0 * 1024.0);
-}
-
 int64_t reset_seed(const std::string& key) { return static_cast<int64_t>(fnv1a(key) % (1ULL << 31)); }
 
 double mean(const std::vector<double>& v) { return reward::mean_or_zero(v); }
@@ -118,8 +107,9 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   hinted_plays_.clear();
   const auto rollout_start = Clock::now();
   if (regeneration) {
-    if (dist_->is_main()) regenerate(t, m);
+    if (dist_->is_main()) regenerate(t, m);  // designer, gates, hints
     if (dist_->active()) restore(broadcast_state(*dist_, snapshot(t)));  // rank 0's generation everywhere
+    play_hinted(m);  // every rank: r_hint of the new generation
   }
   for (const LiveEnv& env : live_) hash_of[env.id] = source_hash(env.code);
   m["designer/valid_rate"] = last_valid_rate_;
@@ -277,7 +267,7 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   m["time/rollouts_h5_s"] = seconds_since(log_start);
   hinted_plays_.clear();
 
-  m["perf/max_rss_gb"] = max_rss_gb();
+  m["perf/max_rss_gb"] = static_cast<double>(peak_rss_bytes()) / (1 << 30);
   m["time/step_s"] = seconds_since(step_start);
 
   ++summary_.steps;
@@ -427,18 +417,29 @@ void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
   hint_params.max_new_tokens = sp.hint_max_tokens;
   std::vector<std::string> hints = codes.empty() ? std::vector<std::string>{}
                                                  : rollout::write_hints(policy_, codes, hint_params, rng_(), sp.max_batch);
-  std::vector<rollout::EpisodeSpec> hinted;
   for (size_t i = 0; i < live_.size(); ++i) {
     live_[i].hint = hints[i];
     write_file_atomic(run_.envs_dir() + "/" + live_[i].id + ".hint.txt", hints[i] + "\n");
-    if (hints[i].empty()) continue;  // failed hint: r_hint = 0
-    for (int j = 0; j < sp.hint_plays; ++j)
-      hinted.push_back({live_[i].id, live_[i].skill, live_[i].code,
-                        reset_seed(live_[i].path + std::to_string(j)), hints[i]});
   }
-  std::vector<rollout::EpisodeResult> hinted_plays =
-      rollout::play_episodes(policy_, server_, hinted, episode_options(config_), rng_());
+  m["time/regen_s"] = seconds_since(regen_start);
+  m["rollout/regen_tokens"] = static_cast<double>(sampled_tokens);
+}
+
+void SelfPlay::play_hinted(std::map<std::string, double>& m) {
+  const SelfPlayConfig& sp = config_.selfplay;
+  const auto start = Clock::now();
+  std::vector<rollout::EpisodeSpec> hinted;
+  for (const LiveEnv& env : live_) {
+    if (env.hint.empty()) continue;  // failed hint: r_hint = 0
+    for (int j = 0; j < sp.hint_plays; ++j)
+      hinted.push_back({env.id, env.skill, env.code, reset_seed(env.path + std::to_string(j)), env.hint});
+  }
+  const uint64_t seed = rng_();
+  std::vector<rollout::EpisodeResult> hinted_plays =  // data parallel: split by environment, then all-gathered
+      hinted.empty() ? std::vector<rollout::EpisodeResult>{}
+                     : play_groups_split(*dist_, policy_, server_, hinted, sp.hint_plays, episode_options(config_), seed);
   std::map<std::string, std::vector<double>> by_env;
+  int64_t sampled_tokens = 0;
   for (const rollout::EpisodeResult& r : hinted_plays) {
     by_env[r.sample.env_id].push_back(r.reward);
     sampled_tokens += r.sample.num_trainable();
@@ -450,8 +451,8 @@ void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
   std::vector<double> r_hints;
   for (const LiveEnv& env : live_) r_hints.push_back(env.r_hint);
   m["designer/hint_reward"] = mean(r_hints);
-  m["time/regen_s"] = seconds_since(regen_start);
-  m["rollout/regen_tokens"] = static_cast<double>(sampled_tokens);
+  m["time/regen_s"] += seconds_since(start);
+  m["rollout/regen_tokens"] += static_cast<double>(sampled_tokens);
 }
 
 void SelfPlay::fill_empty_slots(int64_t t, const std::vector<std::string>& slot_skills,

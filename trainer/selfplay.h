@@ -59,7 +59,11 @@ class SelfPlay {
  private:
   /// One rollout t, top to bottom; returns the metrics line.
   std::map<std::string, double> step(int64_t t);
+  /// Rank 0: a new generation of environments (designer, gates, seed fill-ins) and their hints.
   void regenerate(int64_t t, std::map<std::string, double>& m);
+  /// Every rank: the hinted plays of the live generation, split by environment across ranks
+  /// (selfplay_dp.h), setting each environment's r_hint (reference §5).
+  void play_hinted(std::map<std::string, double>& m);
   void fill_empty_slots(int64_t t, const std::vector<std::string>& slot_skills,
                         const std::vector<rollout::DesignAttempt>& attempts);
   /// Sets the loop state (not weights or optimizer) from `s`: resume and the data-parallel sync.

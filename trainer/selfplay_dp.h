@@ -1,12 +1,13 @@
 // The data-parallel plumbing of the self-play loop (selfplay.cpp), kept out of the loop itself.
 //
 // What is split across ranks and what is replicated (world size W, this rank r):
-//   - designer phase (corpus documents, designer sampling, validation, hints, hinted plays): rank 0
-//     alone; its resulting loop state (SelfPlayState: live environments, designer buffer, RNG, corpus
-//     position, summary) is then broadcast so every rank continues from the same state;
-//   - agent plays: split by whole environments (groups of G plays): environment g is played on rank
-//     g mod W; results are all-gathered in spec order, so rewards, advantages (per-environment
-//     z-scores), window rewards, memory and metrics are computed identically on every rank;
+//   - designer phase (corpus documents, designer sampling, validation, hints): rank 0 alone; its
+//     resulting loop state (SelfPlayState: live environments with their hints, designer buffer, RNG,
+//     corpus position, summary) is then broadcast so every rank continues from the same state;
+//   - hinted plays (r_hint) and agent plays: split by whole environments (groups of plays of one
+//     environment): environment g is played on rank g mod W; results are all-gathered in spec order,
+//     so rewards, advantages (per-environment z-scores), window rewards, memory and metrics are
+//     computed identically on every rank;
 //   - the GRPO update: each rank trains its share of the mixed batch (the groups it played; designer
 //     samples dealt round robin) with the global normaliser and summed gradients (grpo_update.h);
 //   - files (metrics.jsonl, tb/, rollouts.h5, envs/, rejected/, memory.json, checkpoints) and logs:

@@ -1,5 +1,7 @@
 #include "trainer/step_bench.h"
 
+#include "common/process_stats.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -14,34 +16,40 @@
 
 namespace spade::trainer {
 
-namespace {
-
-double vm_hwm_mb() {
-  std::ifstream f("/proc/self/status");
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  return 0.0;
-}
-
-std::vector<rollout::Sample> synthetic_batch(int64_t vocab, int batch, int seq, uint64_t seed) {
+std::vector<rollout::Sample> synthetic_grpo_batch(int64_t vocab, int batch, int seq, double temperature, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int64_t> token(0, vocab - 1);
-  const float logp = static_cast<float>(-std::log(static_cast<double>(vocab)));
+  std::normal_distribution<double> noise(0.0, 0.3);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const int64_t len = seq + 1;
   std::vector<rollout::Sample> out(batch);
-  for (int i = 0; i < batch; ++i) {
-    rollout::Sample& s = out[i];
-    std::vector<int64_t> prompt, response;
-    for (int t = 0; t < seq / 4 + 1; ++t) prompt.push_back(token(rng));
-    for (int t = seq / 4 + 1; t < seq + 1; ++t) response.push_back(token(rng));
-    s.append_context(prompt);
-    s.append_sampled(response, std::vector<float>(response.size(), logp));
-    s.temperature = 1.0;
-    s.advantage = i % 2 == 0 ? 1.0 : -1.0;
+  for (rollout::Sample& s : out) {
+    s.temperature = temperature;
+    const int64_t prompt = seq / 4 + static_cast<int64_t>(rng() % std::max(1, seq / 4));
+    bool sampled = false;
+    int64_t chunk = prompt;
+    while (static_cast<int64_t>(s.tokens.size()) < len) {
+      for (int64_t i = 0; i < chunk && static_cast<int64_t>(s.tokens.size()) < len; ++i) {
+        s.tokens.push_back(token(rng));
+        s.loss_mask.push_back(sampled ? 1.f : 0.f);
+        s.rollout_logprobs.push_back(sampled ? static_cast<float>(std::min(0.0, -std::log(double(vocab)) + noise(rng)))
+                                             : 0.f);
+      }
+      sampled = !sampled;
+      chunk = sampled ? 16 + static_cast<int64_t>(rng() % 48) : 8 + static_cast<int64_t>(rng() % 24);
+    }
+  }
+  for (size_t g = 0; g < out.size(); g += 4) {
+    const size_t end = std::min(out.size(), g + 4);
+    double mean = 0, var = 0;
+    for (size_t i = g; i < end; ++i) mean += (out[i].reward = unit(rng));
+    mean /= double(end - g);
+    for (size_t i = g; i < end; ++i) var += (out[i].reward - mean) * (out[i].reward - mean);
+    const double sd = std::sqrt(var / double(end - g));
+    for (size_t i = g; i < end; ++i) out[i].advantage = (out[i].reward - mean) / (sd + 1e-8);
   }
   return out;
 }
-
-}  // namespace
 
 policy::ModelConfig qwen3_4b_shape() {
   policy::ModelConfig c;
@@ -80,6 +88,7 @@ StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedConte
     throw Error("step bench: batch >= 1, seq >= 2, steps >= 1 and warmup >= 0 required");
   StepBenchResult r;
   const torch::Device device = resolve_train_device(o.device, dist ? dist->local_rank() : 0);
+  make_current(device);
   r.device = device.str();
   policy::ModelConfig c = o.model;
   c.max_position_embeddings = std::max<int64_t>(c.max_position_embeddings, o.seq + 1);
@@ -96,7 +105,7 @@ StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedConte
   update.micro_batch_tokens = o.micro_batch_tokens;
   update.logprob_chunk_rows = o.logprob_chunk_rows;
   update.autocast = o.autocast;
-  const std::vector<rollout::Sample> batch = synthetic_batch(c.vocab_size, o.batch, o.seq, o.seed + 1);
+  const std::vector<rollout::Sample> batch = synthetic_grpo_batch(c.vocab_size, o.batch, o.seq, 1.0, o.seed + 1);
   for (int s = 0; s < o.warmup_steps + o.steps; ++s) {
     const auto t0 = std::chrono::steady_clock::now();
     const UpdateStats st = grpo_update(model, optimizer, batch, update, dist);
@@ -118,7 +127,7 @@ StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedConte
   const double median = sorted[sorted.size() / 2];
   r.tokens_per_s = static_cast<double>(r.tokens) / median;
   r.mfu = r.tokens_per_s * r.flops_per_token / (o.peak_tflops * 1e12);
-  r.peak_rss_mb = vm_hwm_mb();
+  r.peak_rss_mb = static_cast<double>(peak_rss_bytes()) / (1 << 20);
   return r;
 }
 

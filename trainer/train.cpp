@@ -159,7 +159,9 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
   // One rank of a data-parallel job when launched so (distributed.h); else world size 1, no group.
   const DistributedEnv env = distributed_env_from_process();
   // train.device, checked before anything is written: "cuda" on a machine without one fails here.
-  const torch::Device device = resolve_train_device(config.train.device, env.local_rank);
+  const torch::Device device =
+      resolve_train_device(config.train.device, env.local_rank, -1, env.local_world_size);
+  make_current(device);
   DistributedOptions dist_options = distributed_options(config.distributed);
   if (dist_options.backend == "auto" && !device.is_cuda()) dist_options.backend = "gloo";  // CPU training: Gloo
   const DistributedContext dist(env, dist_options);

@@ -4,6 +4,7 @@
 // pids, the cleared environment holds only PATH, LANG, TMPDIR, HOME (+ PWD set by bwrap, LC_CTYPE
 // by Python; the zygote's BLAS thread variables). Namespace-only checks skip (saying why) where bwrap cannot run.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -288,8 +289,8 @@ namespace spade::envsandbox {
 namespace {
 
 // A host killed with -9 cannot remove its pool cgroups; the next server removes every empty
-// "spade-envd-<pid>-<n>" whose pid is gone (otherwise a host later given that pid would collide with
-// it and run without cgroup caps: seen as a flaky warning test), and leaves a live one alone.
+// "spade-envd-<pid>-..." over a minute old whose pid is gone (1,704 had piled up on a test machine
+// from killed runs), and leaves a live one alone.
 TEST(Isolation, StalePoolCgroupsOfDeadHostsAreRemoved) {
   EnvServer& live = testing::shared_server();
   if (live.isolation().cgroup_pids_dir.empty()) GTEST_SKIP() << "no pids cgroup: " << live.isolation().cgroup_note;
@@ -300,11 +301,21 @@ TEST(Isolation, StalePoolCgroupsOfDeadHostsAreRemoved) {
   std::string parent = live.isolation().cgroup_pids_dir.substr(0, live.isolation().cgroup_pids_dir.rfind('/'));
   std::string stale = parent + "/spade-envd-" + std::to_string(dead) + "-0";
   ASSERT_EQ(mkdir(stale.c_str(), 0755), 0) << stale;
+  const std::string young = parent + "/spade-envd-" + std::to_string(dead) + "-1";
+  ASSERT_EQ(mkdir(young.c_str(), 0755), 0) << young;
+  timespec old_times[2] = {{time(nullptr) - 120, 0}, {time(nullptr) - 120, 0}};  // two minutes ago
+  if (utimensat(AT_FDCWD, stale.c_str(), old_times, 0) != 0) {
+    rmdir(stale.c_str());
+    rmdir(young.c_str());
+    GTEST_SKIP() << "cannot set the times of a cgroup directory here";
+  }
   EnvServer fresh(testing::fast_options());
   EXPECT_FALSE(fresh.isolation().cgroup_pids_dir.empty()) << fresh.isolation().cgroup_note;
   struct stat st{};
   EXPECT_NE(stat(stale.c_str(), &st), 0) << stale << " should have been removed";
   if (stat(stale.c_str(), &st) == 0) rmdir(stale.c_str());
+  EXPECT_EQ(stat(young.c_str(), &st), 0) << "a pool cgroup under a minute old is kept (age guard)";
+  rmdir(young.c_str());
   EXPECT_EQ(stat(live.isolation().cgroup_pids_dir.c_str(), &st), 0);  // the live pool's is kept
   auto env = live.spawn();
   EXPECT_TRUE(env->load("class AEnv:\n    pass\n").ok());

@@ -45,6 +45,24 @@ struct Stamp {
   int instances = 0;
 };
 
+// Waits (up to 10 s) until the pool holds `processes` processes, i.e. the zygote has refilled its
+// spares; without a pids cgroup to count with, waits 1 s.
+void wait_for_refill(EnvServer& server, size_t processes) {
+  if (server.isolation().cgroup_pids_dir.empty()) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    return;
+  }
+  for (int i = 0; i < 1000 && server.pool_pids().size() < processes; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the last one's load to finish
+}
+
+// bwrap (with namespaces), the zygote, and its plain and preloaded spares.
+size_t idle_pool(EnvServer& server) {
+  return (server.isolation().namespaces ? 2 : 1) + static_cast<size_t>(server.options().spare_children) +
+         static_cast<size_t>(server.options().preload_spares);
+}
+
 Stamp play(EnvServer& server, const std::string& source, int max_turns_cap = 25) {
   CallResult load;
   auto env = server.spawn_loaded(source, max_turns_cap, &load);
@@ -76,7 +94,7 @@ TEST(Preload, LaterPlaysOfOneProgramFindItLoadedAheadOfTheCall) {
   play(server, source);  // first request: nothing preloaded yet; asks for 2 preloaded spares
   int ahead = 0;
   for (int i = 0; i < 4; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // time for the zygote to refill
+    wait_for_refill(server, idle_pool(server));
     double asked_at = monotonic_s();
     Stamp s = play(server, source);
     EXPECT_EQ(s.name, "Alpha");
@@ -90,13 +108,13 @@ TEST(Preload, AnotherProgramIsNeverServedFromTheOldOnesSpares) {
   EnvServer server(preload_options(2));
   std::string a = stamped_program("Alpha"), b = stamped_program("Beta");
   for (int i = 0; i < 2; ++i) play(server, a);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  wait_for_refill(server, idle_pool(server));
   double asked_at = monotonic_s();
   Stamp s = play(server, b);
   EXPECT_EQ(s.name, "Beta");
   EXPECT_GT(s.loaded_at, asked_at);  // loaded on the caller's path: no Beta spare existed yet
   // The same source with another max_turns cap is another load request.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  wait_for_refill(server, idle_pool(server));
   Stamp capped = play(server, b, 3);
   EXPECT_EQ(capped.name, "Beta");
   // Alternating programs keeps giving the right one.
@@ -108,35 +126,68 @@ TEST(Preload, FailedLoadsReportTheSameWithAndWithoutPreloading) {
   const std::string raising = "class RaisingEnv:\n    def __init__(self):\n        raise ValueError('no')\n";
   for (int spares : {0, 2}) {
     EnvServer server(preload_options(spares));
-    for (int i = 0; i < 3; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    int preloaded = 0, plays = 0;
+    for (const std::string* source : {&broken, &broken, &broken, &raising, &raising, &raising}) {
+      if (plays++ > 0) wait_for_refill(server, idle_pool(server));  // spares exist after the first spawn
       CallResult load;
-      auto env = server.spawn_loaded(broken, 25, &load);
+      auto env = server.spawn_loaded(*source, 25, &load);
+      preloaded += env->preloaded();
       EXPECT_EQ(load.reason, "exception") << "preload_spares " << spares << ": " << load.detail;
-      EXPECT_EQ(load.stage, "compile");
-      EXPECT_EQ(load.exception_type, "SyntaxError");
-      env = server.spawn_loaded(raising, 25, &load);
-      EXPECT_EQ(load.reason, "exception");
-      EXPECT_EQ(load.stage, "init");
-      EXPECT_EQ(load.exception_type, "ValueError");
-      EXPECT_NE(load.message.find("no"), std::string::npos);
+      if (source == &broken) {
+        EXPECT_EQ(load.stage, "compile");
+        EXPECT_EQ(load.exception_type, "SyntaxError");
+      } else {
+        EXPECT_EQ(load.stage, "init");
+        EXPECT_EQ(load.exception_type, "ValueError");
+        EXPECT_NE(load.message.find("no"), std::string::npos);
+      }
     }
+    // Preloading: the 2nd and 3rd play of each program came from a preloaded child.
+    EXPECT_EQ(preloaded, spares > 0 ? 4 : 0);
   }
 }
 
+// A program that starts hanging at load after a given time (CLOCK_MONOTONIC, shared with the
+// sandbox): the plays before it come from spares preloaded in time; the first preloaded spare loaded
+// after it hangs, times out after the full deadline counted from the hand-over, and the program is
+// never preloaded again.
 TEST(Preload, AProgramThatHangsWhileLoadingTimesOutFromTheHandOver) {
   SandboxOptions o = preload_options(2);
   o.load_timeout_s = 1;
   EnvServer server(o);
-  const std::string hang = "while True:\n    pass\nclass HangEnv:\n    pass\n";
-  for (int i = 0; i < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    CallResult load;
-    auto env = server.spawn_loaded(hang, 25, &load);
-    EXPECT_EQ(load.reason, "timeout") << load.detail;
-    EXPECT_LT(load.seconds, 3.0);
-    EXPECT_FALSE(env->alive());
+  const double hang_after = monotonic_s() + 2.0;
+  char source[512];
+  std::snprintf(source, sizeof source,
+                "import time\n"
+                "if time.monotonic() > %.6f:\n"
+                "    while True:\n"
+                "        pass\n"
+                "class LateHangEnv:\n"
+                "    def reset(self, seed=None):\n"
+                "        return 'ok', {}\n"
+                "    def step(self, action):\n"
+                "        return 'ok', 0.0, True, False, {}\n",
+                hang_after);
+  auto play_once = [&](CallResult* load) {
+    auto env = server.spawn_loaded(source, 25, load);
+    return env->preloaded();
+  };
+  CallResult load;
+  EXPECT_FALSE(play_once(&load));  // nothing preloaded yet; loads before hang_after
+  ASSERT_TRUE(load.ok()) << load.detail;
+  wait_for_refill(server, idle_pool(server));  // spares A and B load before hang_after
+  while (monotonic_s() < hang_after + 0.2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 2; ++i) {  // A, then B: loaded in time; each is replaced by one that hangs
+    EXPECT_TRUE(play_once(&load));
+    EXPECT_TRUE(load.ok()) << load.detail;
+    wait_for_refill(server, idle_pool(server));
   }
+  EXPECT_TRUE(play_once(&load));  // C: preloaded, hanging since its fork
+  EXPECT_EQ(load.reason, "timeout") << load.detail;
+  EXPECT_GE(load.seconds, 0.9);  // the full deadline, counted from the hand-over
+  EXPECT_LT(load.seconds, 3.0);
+  EXPECT_FALSE(play_once(&load));  // never preloaded again; loads (and hangs) on the caller's path
+  EXPECT_EQ(load.reason, "timeout") << load.detail;
   // The pool still serves a good program afterwards.
   EXPECT_EQ(play(server, stamped_program("Gamma")).name, "Gamma");
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "common/atomic_file.h"
+#include "tests/testing/test_util.h"
 #include "tests/trainer/tiny_run.h"
 #include "trainer/config.h"
 #include "trainer/device.h"
@@ -16,16 +17,7 @@ using namespace spade;
 using namespace spade::trainer;
 namespace fs = std::filesystem;
 
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-}  // namespace
+using spade::fixtures::error_of;
 
 TEST(Device, SpecSyntax) {
   for (const char* ok : {"auto", "cpu", "cuda", "cuda:0", "cuda:7", "cuda:12"}) EXPECT_TRUE(valid_device_spec(ok)) << ok;
@@ -39,6 +31,9 @@ TEST(Device, ResolvesWithAGivenGpuCount) {
   EXPECT_EQ(resolve_train_device("auto", 1, 2), c10::Device(c10::kCUDA, 1));   // cuda:LOCAL_RANK
   EXPECT_EQ(resolve_train_device("cuda", 3, 4), c10::Device(c10::kCUDA, 3));
   EXPECT_EQ(resolve_train_device("cuda:2", 0, 4), c10::Device(c10::kCUDA, 2));  // explicit index wins
+  EXPECT_EQ(resolve_train_device("cuda:1", 1, 4, 2), c10::Device(c10::kCUDA, 1));  // = LOCAL_RANK: fine
+  const std::string shared = error_of([] { resolve_train_device("cuda:0", 1, 4, 2); });  // 2 ranks, one GPU
+  EXPECT_NE(shared.find("all 2 ranks of this node on GPU 0"), std::string::npos) << shared;
   const std::string none = error_of([] { resolve_train_device("cuda", 0, 0); });
   EXPECT_NE(none.find("train.device"), std::string::npos) << none;
   EXPECT_NE(none.find("CUDA is not available"), std::string::npos) << none;

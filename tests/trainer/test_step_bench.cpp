@@ -1,0 +1,42 @@
+// The MFU numerator of `spade bench step` (trainer/step_bench.h): train_flops_per_token by the PaLM
+// formula 6 * N + 12 * L * H * Q * T, checked against values worked out by hand below, and the
+// Qwen3-4B shape against its published size (Hugging Face Qwen/Qwen3-4B: "4.0B" parameters).
+#include <gtest/gtest.h>
+
+#include "policy/model_config.h"
+#include "trainer/step_bench.h"
+
+using namespace spade;
+
+TEST(StepBench, Qwen3_4bShapeAndFlopsPerToken) {
+  policy::ModelConfig c = trainer::qwen3_4b_shape();
+  // By hand: per layer q 2560*32*128 = 10,485,760, k and v 2*2560*8*128 = 5,242,880, o 10,485,760,
+  // gate/up/down 3*2560*9728 = 74,711,040: 100,925,440; x 36 = 3,633,315,840; output projection
+  // 151,936*2560 = 388,956,160: N = 4,022,272,000 matmul weights.
+  // FLOPs at T = 4096: 6N = 24,133,632,000 plus 12*36*32*128*4096 = 7,247,757,312.
+  EXPECT_DOUBLE_EQ(trainer::train_flops_per_token(c, 4096), 31381389312.0);
+  // All parameters: N plus the RMSNorm weights, 36*(2*2560 + 2*128) + 2560 = 196,096 (tied: one
+  // embedding matrix, which is the output projection).
+  EXPECT_EQ(c.num_parameters(), 4022468096);
+}
+
+TEST(StepBench, MoeCountsTheRouterAndTheActiveExpertsOnly) {
+  policy::ModelConfig c;
+  c.model_type = "qwen3_moe";
+  c.vocab_size = 10;
+  c.hidden_size = 8;
+  c.intermediate_size = 16;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 2;
+  c.num_key_value_heads = 1;
+  c.head_dim = 4;
+  c.num_experts = 4;
+  c.num_experts_per_tok = 2;
+  c.moe_intermediate_size = 6;
+  // By hand, per layer: q 8*2*4 = 64, k and v 2*8*1*4 = 64, o 2*4*8 = 64; router 8*4 = 32; two active
+  // experts 3*8*6*2 = 288: 512; x 2 = 1,024; output 10*8 = 80: N = 1,104.
+  // FLOPs at T = 5: 6*1,104 = 6,624 plus 12*2*2*4*5 = 960.
+  EXPECT_DOUBLE_EQ(trainer::train_flops_per_token(c, 5), 7584.0);
+  c.mlp_only_layers = {0};  // layer 0 dense: 3*8*16 = 384 instead of 320 (router + experts)
+  EXPECT_DOUBLE_EQ(trainer::train_flops_per_token(c, 5), 7584.0 + 6 * (384 - 320));
+}
