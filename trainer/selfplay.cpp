@@ -18,6 +18,7 @@
 #include "trainer/checkpointing.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/selfplay_dp.h"
+#include "trainer/step_bench.h"
 
 namespace spade::trainer {
 
@@ -203,11 +204,10 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   update.reference = kl_reference_;
   update.autocast = config_.train.autocast;
   // Data parallel: each rank trains the environments it played (and its deal of designer samples).
-  const UpdateStats u =
-      dist_->active()
-          ? grpo_update(policy_.model, optimizer_, batch_share(*dist_, batch, n_designer, sp.plays_per_env),
-                        update, dist_)
-          : grpo_update(policy_.model, optimizer_, batch, update);
+  std::vector<rollout::Sample> share;
+  if (dist_->active()) share = batch_share(*dist_, batch, n_designer, sp.plays_per_env);
+  const std::vector<rollout::Sample>& trained = dist_->active() ? share : batch;
+  const UpdateStats u = grpo_update(policy_.model, optimizer_, trained, update, dist_->active() ? dist_ : nullptr);
 
   // 6. Metrics (names of DESIGN.md) and checkpoint on schedule.
   m["actor/pg_loss"] = u.pg_loss;
@@ -238,6 +238,8 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   m["time/rollout_s"] = rollout_s;
   m["time/update_s"] = u.seconds;
   m["perf/train_tokens_per_s"] = u.seconds > 0 ? static_cast<double>(u.num_tokens) / u.seconds : 0.0;
+  if (config_.train.peak_tflops > 0 && u.seconds > 0)  // this rank's update (trainer/step_bench.h)
+    m["perf/mfu"] = update_mfu(policy_.model->config(), trained, u.seconds, config_.train.peak_tflops);
   // Every episode of the step into rollouts.h5: the trained batch (designer first) and the hinted plays.
   std::vector<EpisodeRow> rows;
   std::vector<EnvironmentRow> new_envs;

@@ -83,6 +83,17 @@ double train_flops_per_token(const policy::ModelConfig& c, int64_t seq) {
   return 6 * matmul_weights + 12 * L * nh * d * static_cast<double>(seq);
 }
 
+double update_mfu(const policy::ModelConfig& model, const std::vector<rollout::Sample>& samples, double seconds,
+                  double peak_tflops) {
+  if (!(seconds > 0) || !(peak_tflops > 0)) return 0.0;
+  double flops = 0;
+  for (const rollout::Sample& s : samples) {
+    const auto len = static_cast<int64_t>(s.tokens.size());
+    flops += train_flops_per_token(model, len) * static_cast<double>(len);
+  }
+  return flops / seconds / (peak_tflops * 1e12);
+}
+
 StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedContext* dist) {
   if (o.batch < 1 || o.seq < 2 || o.steps < 1 || o.warmup_steps < 0)
     throw Error("step bench: batch >= 1, seq >= 2, steps >= 1 and warmup >= 0 required");

@@ -28,6 +28,13 @@ policy::ModelConfig qwen3_4b_shape();
 /// logprob backward) is not counted: this is the MFU numerator, not hardware FLOPs.
 double train_flops_per_token(const policy::ModelConfig& model, int64_t seq);
 
+/// Model FLOPs utilisation of an update that trained `samples` in `seconds` on a device of
+/// `peak_tflops` (10^12 FLOP/s): sum over samples of train_flops_per_token(model, T) * T (T = the
+/// sample's token count: each sequence's attention term at its own length), / seconds / peak.
+/// 0 when seconds or peak_tflops is not positive.
+double update_mfu(const policy::ModelConfig& model, const std::vector<rollout::Sample>& samples, double seconds,
+                  double peak_tflops);
+
 /// A synthetic GRPO batch (the workload of `spade bench trainer` and `spade bench step`),
 /// deterministic in `seed`: `batch` agent samples of seq+1 tokens (uniform random ids), each a prompt of seq/4..seq/2 context tokens followed by alternating policy turns
 /// (16..63 sampled tokens, loss mask 1) and observations (8..31 context tokens, mask 0), as

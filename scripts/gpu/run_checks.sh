@@ -15,7 +15,8 @@
 #
 # The trainer's GPU check (issue 5: Qwen3-4B-shaped GRPO step, MFU, NCCL) is scripts/gpu/run_trainer_check.sh.
 #
-# Usage (device machine, repository root): OUT=/some/dir scripts/gpu/run_checks.sh
+# Usage: here, `bash scripts/gpu/fetch_debs.sh` (the GPU machine reaches no package registry); then on
+# the device machine (repository root, with carry=["gpu_debs"]): OUT=/some/dir scripts/gpu/run_checks.sh
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu_out}
 mkdir -p "$OUT"
@@ -29,7 +30,13 @@ TORCH_PREFIX=$($PY -c 'import torch.utils; print(torch.utils.cmake_prefix_path)'
 $PY -c 'import torch, sys; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())'
 
 echo "== 1. build against $TORCH_PREFIX"
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" \
+# The Debian build dependencies travel in gpu_debs/ (scripts/gpu/fetch_debs.sh here; carry=["gpu_debs"]).
+SPADE_CMAKE_ARGS=(-DCMAKE_PREFIX_PATH="$TORCH_PREFIX")
+if [[ -d $ROOT/gpu_debs ]]; then
+  source "$ROOT/scripts/gpu/use_debs.sh"
+  use_debs "$ROOT/gpu_debs" "$TORCH_PREFIX" "$PY" || exit 1
+fi
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${SPADE_CMAKE_ARGS[@]}" \
   -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc > "$OUT/cmake.log" 2>&1 || { tail -50 "$OUT/cmake.log"; exit 1; }
 cmake --build "$BUILD" -j"$(nproc)" --target spade test_policy test_rollout > "$OUT/build.log" 2>&1 \
   || { tail -80 "$OUT/build.log"; exit 1; }

@@ -14,10 +14,12 @@
 # bench/RESULTS.md.
 #
 # STATUS: written without a GPU (issue 5 session not lent a device machine): never run on one.
-# --dry-run checks the CPU-side parts here: the same commands on the CPU build (build-helperH or
+# --dry-run checks the CPU-side parts here: the same commands on the CPU build (build-lead or
 # $SPADE), with tiny shapes, Gloo instead of NCCL, and no nvidia-smi.
 #
-# Usage (device machine, repository root): OUT=/some/dir scripts/gpu/run_trainer_check.sh [--dry-run]
+# Usage: here, `bash scripts/gpu/fetch_debs.sh` (the GPU machine reaches no package registry); then on the
+# device machine (repository root, carry=["gpu_debs"]): OUT=/some/dir scripts/gpu/run_trainer_check.sh
+# [--dry-run]. run_checks.sh first shares its build directory (build-gpu), so the second build is incremental.
 set -euo pipefail
 DRY=0
 [[ "${1:-}" == "--dry-run" ]] && DRY=1
@@ -29,7 +31,7 @@ PY=${PYTHON:-python3}
 fail() { echo "FAIL: $*"; exit 1; }
 
 if [[ $DRY == 1 ]]; then
-  SPADE=${SPADE:-$ROOT/build-helperH/bin/spade}
+  SPADE=${SPADE:-$ROOT/build-lead/bin/spade}
   [[ -x $SPADE ]] || fail "--dry-run needs a CPU build of spade at $SPADE (or set SPADE=)"
   DEV=cpu; GROUP=gloo
   SMALL=(--layers 2 --hidden 64 --heads 4 --kv-heads 2 --head-dim 16 --intermediate 128 --vocab 512 --batch 2 --seq 64)
@@ -40,7 +42,13 @@ else
   TORCH_PREFIX=$($PY -c 'import torch.utils; print(torch.utils.cmake_prefix_path)') || fail "no torch in $PY"
   BUILD=${BUILD:-$ROOT/build-gpu}
   echo "== 1. build spade against $TORCH_PREFIX"
-  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" \
+  # The Debian build dependencies travel in gpu_debs/ (scripts/gpu/fetch_debs.sh; carry=["gpu_debs"]).
+  SPADE_CMAKE_ARGS=(-DCMAKE_PREFIX_PATH="$TORCH_PREFIX")
+  if [[ -d $ROOT/gpu_debs ]]; then
+    source "$ROOT/scripts/gpu/use_debs.sh"
+    use_debs "$ROOT/gpu_debs" "$TORCH_PREFIX" "$PY" || fail "gpu_debs"
+  fi
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${SPADE_CMAKE_ARGS[@]}" \
     -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc > "$OUT/cmake.log" 2>&1 || { tail -50 "$OUT/cmake.log"; fail cmake; }
   cmake --build "$BUILD" -j"$(nproc)" --target spade > "$OUT/build.log" 2>&1 || { tail -80 "$OUT/build.log"; fail build; }
   SPADE=$BUILD/bin/spade

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "policy/model_config.h"
+#include "rollout/sample.h"
 #include "trainer/step_bench.h"
 
 using namespace spade;
@@ -39,4 +40,25 @@ TEST(StepBench, MoeCountsTheRouterAndTheActiveExpertsOnly) {
   EXPECT_DOUBLE_EQ(trainer::train_flops_per_token(c, 5), 7584.0);
   c.mlp_only_layers = {0};  // layer 0 dense: 3*8*16 = 384 instead of 320 (router + experts)
   EXPECT_DOUBLE_EQ(trainer::train_flops_per_token(c, 5), 7584.0 + 6 * (384 - 320));
+}
+
+TEST(StepBench, UpdateMfuSumsEachSequenceAtItsOwnLength) {
+  policy::ModelConfig c;
+  c.model_type = "llama";
+  c.vocab_size = 10;
+  c.hidden_size = 8;
+  c.intermediate_size = 16;
+  c.num_hidden_layers = 1;
+  c.num_attention_heads = 2;
+  c.num_key_value_heads = 1;
+  // By hand: N = q 8*8 + k, v 2*8*4 + o 8*8 + MLP 3*8*16 + output 10*8 = 64 + 64 + 64 + 384 + 80 = 656.
+  // Per token at length T: 6*656 + 12*1*2*4*T = 3936 + 96 T. Sequences of 5 and 3 tokens:
+  // 5*(3936 + 480) + 3*(3936 + 288) = 22,080 + 12,672 = 34,752 FLOPs; over 2 s at 1e-9 TFLOPS peak
+  // (1,000 FLOP/s): 34,752 / 2 / 1,000 = 17.376.
+  std::vector<rollout::Sample> samples(2);
+  samples[0].append_context({1, 2, 3, 4, 5});
+  samples[1].append_context({1, 2, 3});
+  EXPECT_NEAR(trainer::update_mfu(c, samples, 2.0, 1e-9), 17.376, 1e-9);
+  EXPECT_EQ(trainer::update_mfu(c, samples, 0.0, 1e-9), 0.0);
+  EXPECT_EQ(trainer::update_mfu(c, samples, 2.0, 0.0), 0.0);
 }

@@ -21,7 +21,9 @@ namespace fs = std::filesystem;
 TEST(Train, TinyRunWritesEveryOutput) {
   const fs::path root = fs::path(SPADE_TEST_TMP) / "train_tiny";
   fs::remove_all(root);
-  const std::string yaml = fixtures::tiny_run_yaml(root.string(), /*threads=*/2, /*max_attempts=*/2);
+  // train.peak_tflops set: perf/mfu is logged (tiny peak so the value is far from 0 on a CPU).
+  const std::string yaml = fixtures::tiny_run_yaml(root.string(), /*threads=*/2, /*max_attempts=*/2) +
+                           "train: {peak_tflops: 1.0e-6}\n";
   trainer::Config config = trainer::parse_config(yaml, "tiny.yaml");
   std::vector<std::string> lines;
   const std::string final_dir = trainer::run_train(config, {true}, [&](const std::string& l) { lines.push_back(l); });
@@ -40,6 +42,9 @@ TEST(Train, TinyRunWritesEveryOutput) {
                             "reward/mean", "designer/valid_rate", "designer/regret", "designer/blend",
                             "perf/tokens_per_s", "perf/max_rss_gb", "time/step_s"})
       EXPECT_TRUE(j.contains(key)) << key << " missing in " << line;
+    // perf/mfu (trainer/step_bench.h update_mfu, tested by hand in test_step_bench.cpp) is logged for
+    // every step whose update took time (this tiny run's zero-variance groups may train nothing).
+    EXPECT_EQ(j.contains("perf/mfu"), j["time/update_s"].get<double>() > 0) << line;
     EXPECT_EQ(j["step"], n);
     ++n;
   }
