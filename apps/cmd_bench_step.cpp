@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/commands.h"
+#include "apps/shape_options.h"
 #include "common/error.h"
 #include "trainer/distributed.h"
 #include "trainer/step_bench.h"
@@ -20,7 +21,8 @@ void add_bench_step_command(CLI::App& app) {
   struct Args {
     trainer::StepBenchOptions o;
     std::string shape = "qwen3-4b";
-    int layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, intermediate = 0, vocab = 0, threads = 0;
+    ShapeOverrides model;
+    int threads = 0;
     std::string group = "none";
   };
   auto args = std::make_shared<Args>();
@@ -33,13 +35,7 @@ void add_bench_step_command(CLI::App& app) {
   }
   CLI::App* cmd = bench->add_subcommand("step", "one timed GRPO optimizer step of a random model: tokens/s, MFU, memory");
   cmd->add_option("--shape", args->shape, "qwen3-4b (default; Qwen/Qwen3-4B config.json), then the overrides below");
-  cmd->add_option("--layers", args->layers, "override: decoder layers");
-  cmd->add_option("--hidden", args->hidden, "override: hidden size");
-  cmd->add_option("--heads", args->heads, "override: query heads");
-  cmd->add_option("--kv-heads", args->kv_heads, "override: key/value heads");
-  cmd->add_option("--head-dim", args->head_dim, "override: head dimension");
-  cmd->add_option("--intermediate", args->intermediate, "override: MLP width");
-  cmd->add_option("--vocab", args->vocab, "override: vocabulary size");
+  args->model.add_to(cmd);
   cmd->add_option("--batch", args->o.batch, "sequences per step (default 8)");
   cmd->add_option("--seq", args->o.seq, "tokens per sequence (default 4096)");
   cmd->add_option("--device", args->o.device, "auto | cpu | cuda | cuda:N (train.device)");
@@ -60,13 +56,7 @@ void add_bench_step_command(CLI::App& app) {
       trainer::StepBenchOptions o = args->o;
       if (args->shape != "qwen3-4b") throw spade::Error("bench step: unknown --shape '" + args->shape + "' (qwen3-4b)");
       policy::ModelConfig& c = o.model;
-      if (args->layers > 0) c.num_hidden_layers = args->layers;
-      if (args->hidden > 0) c.hidden_size = args->hidden;
-      if (args->heads > 0) c.num_attention_heads = args->heads;
-      if (args->kv_heads > 0) c.num_key_value_heads = args->kv_heads;
-      if (args->head_dim > 0) c.head_dim = args->head_dim;
-      if (args->intermediate > 0) c.intermediate_size = args->intermediate;
-      if (args->vocab > 0) c.vocab_size = args->vocab;
+      args->model.apply(c);
       c.validate("bench step");
       std::unique_ptr<trainer::DistributedContext> dist;
       if (args->group != "none") {

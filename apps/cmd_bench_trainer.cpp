@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "apps/commands.h"
+#include "apps/shape_options.h"
 #include "common/process_stats.h"
 #include "trainer/step_bench.h"
 #include "apps/json_io.h"
@@ -40,7 +41,8 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Shape {  // explicit values override the preset; 0 = keep the preset's
-  int layers = 0, hidden = 0, heads = 0, kv_heads = 0, intermediate = 0, vocab = 0, batch = 0, seq = 0;
+  ShapeOverrides model;
+  int batch = 0, seq = 0;
 };
 
 /// The benchmark's models, llama family as `spade train` builds it (trainer/train.cpp model_config:
@@ -72,15 +74,11 @@ std::pair<policy::ModelConfig, std::pair<int, int>> bench_model(const std::strin
   } else {
     throw spade::Error("bench trainer: unknown model '" + name + "' in --models (valid: tiny, medium)");
   }
-  if (s.layers > 0) c.num_hidden_layers = s.layers;
-  if (s.hidden > 0) c.hidden_size = s.hidden;
-  if (s.heads > 0) c.num_attention_heads = s.heads;
-  if (s.kv_heads > 0) c.num_key_value_heads = s.kv_heads;
-  if (s.intermediate > 0) c.intermediate_size = s.intermediate;
-  if (s.vocab > 0) c.vocab_size = s.vocab;
+  c.head_dim = 0;  // hidden / heads unless --head-dim says otherwise
+  s.model.apply(c);
   if (s.batch > 0) batch = s.batch;
   if (s.seq > 0) seq = s.seq;
-  c.head_dim = c.hidden_size / c.num_attention_heads;
+  if (c.head_dim == 0) c.head_dim = c.hidden_size / c.num_attention_heads;
   c.max_position_embeddings = std::max<int64_t>(c.max_position_embeddings, seq + 1);
   c.validate("bench trainer --models " + name);
   return {c, {batch, seq}};
@@ -266,12 +264,7 @@ void add_bench_trainer_command(CLI::App& app) {
       "trainer", "optimizer-step tokens/s of trainer::grpo_update vs the same step in PyTorch-in-Python");
   cmd->add_option("--models", args->models, "comma-separated: tiny (the run config's model), medium (~34M)");
   cmd->add_option("--config", args->config, "run config for the tiny model, optimizer and loss (default: embedded games-tiny)");
-  cmd->add_option("--layers", args->shape.layers, "override: decoder layers");
-  cmd->add_option("--hidden", args->shape.hidden, "override: hidden size");
-  cmd->add_option("--heads", args->shape.heads, "override: attention heads");
-  cmd->add_option("--kv-heads", args->shape.kv_heads, "override: key/value heads");
-  cmd->add_option("--intermediate", args->shape.intermediate, "override: MLP width");
-  cmd->add_option("--vocab", args->shape.vocab, "override: vocabulary size");
+  args->shape.model.add_to(cmd);
   cmd->add_option("--batch", args->shape.batch, "override: sequences per step (tiny 16, medium 4)");
   cmd->add_option("--seq", args->shape.seq, "override: trained positions per sequence (default 512)");
   cmd->add_option("--steps", args->steps, "timed optimizer steps per repeat");
