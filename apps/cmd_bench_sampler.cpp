@@ -68,7 +68,7 @@ void add_bench_sampler_command(CLI::App& app) {
     std::string reference = std::string(SPADE_SOURCE_DIR) + "/bench/sampler_ref.py";
     std::string device = "cpu", dtype = "float32";
     int prompt = 512, new_tokens = 256, threads = 0;
-    bool no_reference = false;
+    bool no_reference = false, no_decode_kernel = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* bench = nullptr;  // shared with `bench sandbox` (whichever registers first creates it)
@@ -89,6 +89,8 @@ void add_bench_sampler_command(CLI::App& app) {
   cmd->add_option("--device", args->device, "torch device for our sampler and the reference (cpu, cuda)");
   cmd->add_option("--dtype", args->dtype, "float32 | bfloat16 (weights and activations, both sides)");
   cmd->add_flag("--no-reference", args->no_reference, "measure our sampler only");
+  cmd->add_flag("--no-decode-kernel", args->no_decode_kernel,
+                "decode with the generic ATen layer instead of the CPU decode kernel (A/B of issue 4)");
   cmd->callback([args] {
     set_action([args] {
       const int threads = args->threads > 0 ? args->threads
@@ -102,12 +104,14 @@ void add_bench_sampler_command(CLI::App& app) {
       report["sampling"] = "temperature 0.6, top-k 20, top-p 0.95";
       report["device"] = args->device;
       report["dtype"] = args->dtype;
+      report["decode_kernel"] = !args->no_decode_kernel;
       report["results"] = nlohmann::json::array();
       std::stringstream models(args->models);
       for (std::string name; std::getline(models, name, ',');) {
         const policy::ModelConfig c = bench_model(name);
         policy::Transformer model(c);
         model->init_weights(1);
+        model->set_cpu_decode_kernel(!args->no_decode_kernel);
         const std::string ckpt = args->work_dir + "/" + name;
         policy::save_checkpoint(ckpt, model);  // fp32 file: the reference casts to --dtype itself
         const torch::Device device(args->device);

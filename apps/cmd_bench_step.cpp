@@ -74,6 +74,8 @@ void add_bench_step_command(CLI::App& app) {
                           {"group", dist ? dist->backend() : "none"}, {"step_s", r.step_s},
                           {"tokens_per_s", r.tokens_per_s}, {"flops_per_token", r.flops_per_token},
                           {"peak_tflops", o.peak_tflops}, {"mfu", r.mfu}, {"peak_rss_mb", r.peak_rss_mb},
+                          {"peak_gpu_allocated_mb", r.peak_gpu_allocated_mb},
+                          {"peak_gpu_reserved_mb", r.peak_gpu_reserved_mb},
                           {"pg_loss", r.pg_loss}, {"grad_norm", r.grad_norm}};
       std::printf("%s\n", j.dump().c_str());
       return 0;

@@ -38,7 +38,7 @@ void add_generate_command(CLI::App& app) {
       at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
       policy::Transformer model = policy::load_checkpoint(args->checkpoint);
       policy::Tokenizer tok = policy::Tokenizer::load_dir(args->checkpoint);
-      // The checkpoint's chat format (ChatML, Llama 3, Llama 2, Mistral: ChatTemplate::for_checkpoint);
+      // The checkpoint's chat format (ChatML, Qwen2, Llama 3, Llama 2, Mistral: ChatTemplate::for_checkpoint);
       // plain prompts work with any tokenizer.
       std::unique_ptr<policy::ChatTemplate> chat;
       if (args->chat)

@@ -444,6 +444,22 @@ nlohmann::json ValidationReport::to_json() const {
           {"max_turns", max_turns}, {"seconds", seconds}, {"output", output}, {"gates", g}};
 }
 
+ValidationReport ValidationReport::from_json(const nlohmann::json& j) {
+  ValidationReport r;
+  j.at("admitted").get_to(r.admitted);
+  j.at("reason").get_to(r.reason);
+  j.at("detail").get_to(r.detail);
+  j.at("class_name").get_to(r.class_name);
+  j.at("max_turns").get_to(r.max_turns);
+  j.at("seconds").get_to(r.seconds);
+  j.at("output").get_to(r.output);
+  for (const nlohmann::json& g : j.at("gates"))
+    r.gates.push_back({g.at("gate").get<std::string>(), g.at("verdict").get<std::string>(),
+                       g.at("reason").get<std::string>(), g.at("detail").get<std::string>(),
+                       g.at("seconds").get<double>()});
+  return r;
+}
+
 ValidationReport validate_game(EnvServer& server, const std::string& source, const ValidateOptions& options) {
   return SmokeTest(server, source, options).run();
 }

@@ -87,6 +87,9 @@ struct ValidationReport {
 
   /// {"admitted","reason","detail","class_name","max_turns","seconds","output","gates":[{...}]}
   nlohmann::json to_json() const;
+  /// The inverse of to_json (exact; used to exchange reports between data-parallel ranks). Throws
+  /// nlohmann::json::exception on a missing or mistyped field.
+  static ValidationReport from_json(const nlohmann::json& j);
 };
 
 /// Runs the gates on `source` (gate 1 in one fresh instance, the contract gates in two more). Never

@@ -29,14 +29,18 @@ std::string tojson(const nlohmann::ordered_json& j) {
   return j.dump();
 }
 
-std::string render_chatml(const std::vector<RichMessage>& msgs, const ChatRenderOptions& o) {
+// kChatML (Qwen3 template) and, with qwen2 = true, kQwen2 (Qwen2.5 template): chat_formats.h.
+std::string render_chatml(const std::vector<RichMessage>& msgs, const ChatRenderOptions& o, bool qwen2) {
   std::string out;
   size_t start = 0;
+  const bool has_system = !msgs.empty() && msgs[0].role == "system";
   if (!o.tools.empty()) {
     out += "<|im_start|>system\n";
-    if (!msgs.empty() && msgs[0].role == "system") {
+    if (has_system) {
       out += msgs[0].content + "\n\n";
       start = 1;
+    } else if (qwen2) {
+      out += o.default_system + "\n\n";
     }
     out += "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
            "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
@@ -44,12 +48,16 @@ std::string render_chatml(const std::vector<RichMessage>& msgs, const ChatRender
     out += "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
            "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
            "<args-json-object>}\n</tool_call><|im_end|>\n";
+  } else if (qwen2) {
+    out += "<|im_start|>system\n" + (has_system ? msgs[0].content : o.default_system) + "<|im_end|>\n";
+    start = has_system ? 1 : 0;
   }
   // Index of the last user message that is not a tool response: earlier assistant turns drop their
-  // reasoning (Qwen3's last_query_index rule).
+  // reasoning (Qwen3's last_query_index rule; Qwen2.5 keeps every assistant content verbatim).
   size_t last_query = 0;
-  for (size_t i = 0; i < msgs.size(); ++i)
-    if (msgs[i].role == "user") last_query = i;
+  if (!qwen2)
+    for (size_t i = 0; i < msgs.size(); ++i)
+      if (msgs[i].role == "user") last_query = i;
   for (size_t i = start; i < msgs.size(); ++i) {
     const RichMessage& m = msgs[i];
     if (m.role == "tool") {
@@ -69,7 +77,7 @@ std::string render_chatml(const std::vector<RichMessage>& msgs, const ChatRender
   }
   if (o.add_generation_prompt) {
     out += "<|im_start|>assistant\n";
-    if (!o.enable_thinking) out += "<think>\n\n</think>\n\n";
+    if (!o.enable_thinking && !qwen2) out += "<think>\n\n</think>\n\n";
   }
   return out;
 }
@@ -86,6 +94,20 @@ void require_plain(const std::vector<RichMessage>& msgs, const ChatRenderOptions
 
 // Llama 3 / Llama 2 / Mistral have no tool role: a tool result is a user message (chat_formats.h).
 std::string plain_role(const std::string& role) { return role == "tool" ? "user" : role; }
+
+// tokenizer_config.json "chat_template": a string, or the "default" entry of a list of {name, template};
+// "" when absent.
+std::string chat_template_text(const nlohmann::json& cfg) {
+  if (!cfg.is_object() || !cfg.contains("chat_template")) return "";
+  const auto& t = cfg.at("chat_template");
+  if (t.is_string()) return t.get<std::string>();
+  std::string tmpl;
+  if (t.is_array())
+    for (const auto& e : t)
+      if (e.is_object() && e.value("name", "") == "default" && e.contains("template") && e.at("template").is_string())
+        tmpl = e.at("template").get<std::string>();
+  return tmpl;
+}
 
 std::vector<std::string> roles_of(const std::vector<RichMessage>& msgs) {
   std::vector<std::string> roles;
@@ -125,13 +147,15 @@ const char* chat_format_name(ChatFormat f) {
     case ChatFormat::kLlama3: return "llama3";
     case ChatFormat::kLlama2: return "llama2";
     case ChatFormat::kMistral: return "mistral";
+    case ChatFormat::kQwen2: return "qwen2";
   }
   return "?";
 }
 
 std::string end_of_turn(ChatFormat f) {
   switch (f) {
-    case ChatFormat::kChatML: return "<|im_end|>";
+    case ChatFormat::kChatML:
+    case ChatFormat::kQwen2: return "<|im_end|>";
     case ChatFormat::kLlama3: return "<|eot_id|>";
     default: return "</s>";
   }
@@ -140,7 +164,9 @@ std::string end_of_turn(ChatFormat f) {
 std::string render_chat(ChatFormat format, const std::vector<RichMessage>& msgs, const ChatRenderOptions& o) {
   switch (format) {
     case ChatFormat::kChatML:
-      return render_chatml(msgs, o);
+      return render_chatml(msgs, o, /*qwen2=*/false);
+    case ChatFormat::kQwen2:
+      return render_chatml(msgs, o, /*qwen2=*/true);
     case ChatFormat::kLlama3: {
       require_plain(msgs, o, "llama3");
       std::string out = "<|begin_of_text|>";
@@ -189,24 +215,49 @@ std::string render_chat(ChatFormat format, const std::vector<RichMessage>& msgs,
   throw spade::Error("render_chat: unknown format");
 }
 
-ChatFormat detect_chat_format(const nlohmann::json& cfg, const std::string& model_type, int64_t vocab_size) {
-  std::string tmpl;
-  if (cfg.is_object() && cfg.contains("chat_template")) {
-    const auto& t = cfg.at("chat_template");
-    if (t.is_string()) {
-      tmpl = t.get<std::string>();
-    } else if (t.is_array()) {
-      for (const auto& e : t)
-        if (e.is_object() && e.value("name", "") == "default" && e.contains("template") && e.at("template").is_string())
-          tmpl = e.at("template").get<std::string>();
+std::string chatml_default_system(const nlohmann::json& cfg) {
+  const std::string tmpl = chat_template_text(cfg);
+  // The literal's opening as the Jinja source writes it: "\n" escaped (Qwen) or a real newline.
+  for (const std::string& open : {std::string("<|im_start|>system\\n"), std::string("<|im_start|>system\n")}) {
+    for (size_t p = tmpl.find(open); p != std::string::npos; p = tmpl.find(open, p + 1)) {
+      const size_t begin = p + open.size();
+      const size_t end = tmpl.find("<|im_end|>", begin);
+      if (end == std::string::npos || end == begin) continue;
+      std::string text;
+      bool literal = true;
+      for (size_t i = begin; i < end && literal; ++i) {
+        const char c = tmpl[i];
+        if (c == '\\' && i + 1 < end) {
+          const char e = tmpl[++i];
+          switch (e) {
+            case 'n': text += '\n'; break;
+            case 't': text += '\t'; break;
+            case 'r': text += '\r'; break;
+            case '\\': case '\'': case '"': text += e; break;
+            default: literal = false;  // an escape this reader does not decode: not taken as a default
+          }
+        } else if (c == '\'' || c == '"' || c == '{' || c == '}' || c == '\\') {
+          literal = false;  // the string closes (an expression follows) or Jinja markup: not one literal
+        } else {
+          text += c;
+        }
+      }
+      if (literal) return text;
     }
   }
+  return "";
+}
+
+ChatFormat detect_chat_format(const nlohmann::json& cfg, const std::string& model_type, int64_t vocab_size) {
+  const std::string tmpl = chat_template_text(cfg);
   if (!tmpl.empty()) {
-    if (tmpl.find("<|im_start|>") != std::string::npos) return ChatFormat::kChatML;
+    if (tmpl.find("<|im_start|>") != std::string::npos)
+      return chatml_default_system(cfg).empty() ? ChatFormat::kChatML : ChatFormat::kQwen2;
     if (tmpl.find("<|start_header_id|>") != std::string::npos) return ChatFormat::kLlama3;
     if (tmpl.find("<<SYS>>") != std::string::npos) return ChatFormat::kLlama2;
     if (tmpl.find("[INST]") != std::string::npos) return ChatFormat::kMistral;
   }
+  if (model_type == "qwen2") return ChatFormat::kQwen2;  // Qwen2 / Qwen2.5 (Qwen3 is "qwen3")
   if (model_type.rfind("qwen", 0) == 0) return ChatFormat::kChatML;
   if (model_type == "llama") return vocab_size >= 128000 ? ChatFormat::kLlama3 : ChatFormat::kLlama2;
   if (model_type == "mistral") return ChatFormat::kMistral;

@@ -3,13 +3,21 @@
 // special-token strings to their ids (Tokenizer::encode(text, parse_special = true)) yields the
 // prompt ids. Formats (sources: the families' published chat templates / model cards):
 //
-//   kChatML (Qwen2/2.5/3, and spade's tiny default):
+//   kChatML (Qwen3's tokenizer_config.json chat_template; spade's tiny default):
 //     <|im_start|>{role}\n{content}<|im_end|>\n ... [<|im_start|>assistant\n]
-//     tools (Qwen3 template): appended to the system turn as "# Tools" with one JSON schema per line
+//     tools: appended to the system turn (if any, + "\n\n") as "# Tools" with one JSON schema per line
 //     inside <tools></tools>; assistant tool calls as <tool_call>\n{"name": .., "arguments": ..}\n</tool_call>;
 //     consecutive tool results grouped into one user turn as <tool_response>\n..\n</tool_response>.
-//     thinking (Qwen3): assistant turns before the last user message keep only the text after
-//     </think>; enable_thinking = false appends "<think>\n\n</think>\n\n" to the generation prompt.
+//     thinking: assistant turns before the last user message keep only the text after </think>;
+//     enable_thinking = false appends "<think>\n\n</think>\n\n" to the generation prompt.
+//   kQwen2 (Qwen2.5's tokenizer_config.json chat_template, config.json model_type "qwen2"; also any
+//   ChatML template that writes a literal default system turn, e.g. Qwen2's "You are a helpful
+//   assistant."): ChatML as above except that
+//     - a conversation whose first message is not "system" starts with the default system turn
+//       <|im_start|>system\n{default_system}<|im_end|>\n (Qwen2.5: kQwen25DefaultSystem);
+//     - assistant contents are kept verbatim (no </think> stripping) and there is no thinking switch;
+//     - tools: the system turn is {system content, or the default system message} + "\n\n# Tools..."
+//       (the same tool wording, tool-call and tool-response text as Qwen3 otherwise).
 //   kLlama3 (Llama 3 / 3.1 without the 3.1 date header):
 //     <|begin_of_text|><|start_header_id|>{role}<|end_header_id|>\n\n{content, trimmed}<|eot_id|> ...
 //     [<|start_header_id|>assistant<|end_header_id|>\n\n]
@@ -19,7 +27,7 @@
 //     <s>[INST] {user} [/INST]{assistant}</s>[INST] {user} [/INST]
 //   A "tool" message (a tool's result) is rendered as a user message in Llama 3, Llama 2 and Mistral
 //   (spade's documented mapping: none of these templates has a tool role; see chat_template.h), and as
-//   Qwen's <tool_response> user turn in ChatML.
+//   Qwen's <tool_response> user turn in ChatML and Qwen2.
 // Pure functions of their inputs; thread-safe.
 #pragma once
 
@@ -30,7 +38,14 @@
 
 namespace spade::policy {
 
-enum class ChatFormat { kChatML, kLlama3, kLlama2, kMistral };
+enum class ChatFormat { kChatML, kLlama3, kLlama2, kMistral, kQwen2 };
+
+/// True for the formats built from <|im_start|> / <|im_end|> turns (kChatML, kQwen2).
+inline bool is_chatml_family(ChatFormat f) { return f == ChatFormat::kChatML || f == ChatFormat::kQwen2; }
+
+/// Qwen2.5's default system message (its tokenizer_config.json chat_template, both branches: with and
+/// without tools), used by kQwen2 when the conversation has no leading system message.
+inline constexpr const char* kQwen25DefaultSystem = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
 /// A plain chat message (what ChatTemplate renders token-in/token-out).
 struct ChatMessage {
@@ -38,7 +53,7 @@ struct ChatMessage {
   std::string content;
 };
 
-/// "chatml" | "llama3" | "llama2" | "mistral".
+/// "chatml" | "llama3" | "llama2" | "mistral" | "qwen2".
 const char* chat_format_name(ChatFormat format);
 
 /// A tool call made by an assistant message (ChatML/Qwen only).
@@ -56,10 +71,15 @@ struct RichMessage {
 
 struct ChatRenderOptions {
   bool add_generation_prompt = true;
-  /// Tool JSON schemas ({"type": "function", "function": {...}} or bare function objects); ChatML only.
+  /// Tool JSON schemas ({"type": "function", "function": {...}} or bare function objects); kChatML and
+  /// kQwen2 only.
   std::vector<nlohmann::ordered_json> tools;  // ordered: keys rendered in their given order
-  /// Qwen3 thinking switch; false appends an empty think block to the generation prompt. ChatML only.
+  /// Qwen3 thinking switch; false appends an empty think block to the generation prompt. kChatML only
+  /// (the Qwen2.5 template has no such switch).
   bool enable_thinking = true;
+  /// kQwen2 only: the system message inserted when messages[0] is not "system" (for a checkpoint:
+  /// chatml_default_system(tokenizer_config), as ChatTemplate::for_checkpoint passes it).
+  std::string default_system = kQwen25DefaultSystem;
 };
 
 /// Renders `messages` in `format`. Throws spade::Error for a role the format cannot express
@@ -69,13 +89,24 @@ struct ChatRenderOptions {
 std::string render_chat(ChatFormat format, const std::vector<RichMessage>& messages, const ChatRenderOptions& options = {});
 
 /// Picks the format from a tokenizer_config.json object: its "chat_template" (a string, or a list of
-/// {name, template} whose "default" entry is used) is recognised by its markers (<|im_start|>,
-/// <|start_header_id|>, <<SYS>>, [INST]); without a template, `model_type` decides (qwen* -> ChatML,
-/// llama -> Llama 3 if vocab_size >= 128000 else Llama 2, mistral -> Mistral); otherwise ChatML.
+/// {name, template} whose "default" entry is used) is recognised by its markers: <|im_start|> ->
+/// kQwen2 when chatml_default_system() finds a literal default system turn in it (Qwen2.5, Qwen2), else
+/// kChatML (Qwen3); <|start_header_id|> -> Llama 3; <<SYS>> -> Llama 2; [INST] -> Mistral. Without a
+/// template, `model_type` decides (config.json): "qwen2" (Qwen2 and Qwen2.5 checkpoints) -> kQwen2,
+/// other qwen* -> kChatML, llama -> Llama 3 if vocab_size >= 128000 else Llama 2, mistral -> Mistral;
+/// otherwise kChatML.
 ChatFormat detect_chat_format(const nlohmann::json& tokenizer_config, const std::string& model_type = "",
                               int64_t vocab_size = 0);
 
-/// The end-of-turn string of a format (the sampler's stop): <|im_end|>, <|eot_id|>, </s>, </s>.
+/// The default system message a ChatML chat_template (tokenizer_config.json, as detect_chat_format reads
+/// it) writes when the conversation has none: the text of the first Jinja string literal of the form
+/// '<|im_start|>system\n{text}<|im_end|>' whose {text} is non-empty and holds no quote, brace or
+/// expression (Jinja escapes \n \t \r \\ \' \" decoded). Qwen2.5 -> kQwen25DefaultSystem; Qwen3 (whose
+/// system turn is always `messages[0].content`) -> "". "" when there is no template or no such literal.
+std::string chatml_default_system(const nlohmann::json& tokenizer_config);
+
+/// The end-of-turn string of a format (the sampler's stop): <|im_end|> (ChatML, Qwen2), <|eot_id|>
+/// (Llama 3), </s> (Llama 2, Mistral).
 std::string end_of_turn(ChatFormat format);
 
 // Rules of the published templates shared by render_chat and ChatTemplate (chat_template.h).
@@ -84,7 +115,7 @@ std::string end_of_turn(ChatFormat format);
 /// at both ends.
 std::string template_trim(const std::string& s);
 
-/// Qwen2.5/Qwen3 templates: one tool result as it appears inside the user turn that carries it,
+/// Qwen2.5/Qwen3 templates (kQwen2 / kChatML): one tool result as it appears inside the user turn that carries it,
 /// "<tool_response>\n" + result + "\n</tool_response>".
 std::string qwen_tool_response(const std::string& result);
 

@@ -42,6 +42,9 @@ ChatTemplate::ChatTemplate(const Tokenizer& tokenizer) : ChatTemplate(tokenizer,
 
 ChatTemplate::ChatTemplate(const Tokenizer& tokenizer, ChatFormat format) : tok_(&tokenizer), format_(format) {
   switch (format) {
+    case ChatFormat::kQwen2:
+      default_system_ = kQwen25DefaultSystem;
+      [[fallthrough]];
     case ChatFormat::kChatML:
       start_ = special_id(tokenizer, format, "<|im_start|>");
       end_ = special_id(tokenizer, format, "<|im_end|>");
@@ -61,8 +64,11 @@ ChatTemplate::ChatTemplate(const Tokenizer& tokenizer, ChatFormat format) : tok_
 }
 
 ChatFormat ChatTemplate::detect_format(const std::string& dir, const Tokenizer& tokenizer) {
+  return detect(dir, tokenizer, read_json_if_present(std::filesystem::path(dir) / "tokenizer_config.json"));
+}
+
+ChatFormat ChatTemplate::detect(const std::string& dir, const Tokenizer& tokenizer, const nlohmann::json& tokenizer_config) {
   const std::filesystem::path d(dir);
-  const nlohmann::json tokenizer_config = read_json_if_present(d / "tokenizer_config.json");
   const nlohmann::json config = read_json_if_present(d / "config.json");
   std::string model_type;
   int64_t vocab_size = tokenizer.vocab_size();
@@ -76,9 +82,17 @@ ChatFormat ChatTemplate::detect_format(const std::string& dir, const Tokenizer& 
 }
 
 ChatTemplate ChatTemplate::for_checkpoint(const std::string& dir, const Tokenizer& tokenizer) {
-  const ChatFormat format = detect_format(dir, tokenizer);
+  const nlohmann::json tokenizer_config = read_json_if_present(std::filesystem::path(dir) / "tokenizer_config.json");
+  const ChatFormat format = detect(dir, tokenizer, tokenizer_config);
   try {
-    return ChatTemplate(tokenizer, format);
+    ChatTemplate chat(tokenizer, format);
+    if (format == ChatFormat::kQwen2) {
+      // The template's own default system text (Qwen2: "You are a helpful assistant."); Qwen2.5's when
+      // the template has none (detected from model_type "qwen2" alone).
+      const std::string from_template = chatml_default_system(tokenizer_config);
+      if (!from_template.empty()) chat.default_system_ = from_template;
+    }
+    return chat;
   } catch (const spade::Error& e) {
     throw spade::Error(std::string(e.what()) + "; the format was detected from the files of " + dir +
                        " (tokenizer_config.json chat_template, else config.json model_type)");
@@ -92,6 +106,7 @@ void ChatTemplate::add_text(std::vector<int64_t>& out, const std::string& text) 
 void ChatTemplate::append_message(std::vector<int64_t>& out, const std::string& role, const std::string& content) const {
   switch (format_) {
     case ChatFormat::kChatML:
+    case ChatFormat::kQwen2:
       out.push_back(start_);
       if (role == "tool") {
         add_text(out, "user");
@@ -136,18 +151,25 @@ void ChatTemplate::append_message(std::vector<int64_t>& out, const std::string& 
 std::vector<int64_t> ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
   std::vector<int64_t> out;
   switch (format_) {
-    case ChatFormat::kChatML: {
+    case ChatFormat::kChatML:
+    case ChatFormat::kQwen2: {
+      const bool qwen2 = format_ == ChatFormat::kQwen2;
+      // Qwen2.5: a conversation without a leading system message starts with the default one.
+      if (qwen2 && (messages.empty() || messages[0].role != "system")) append_message(out, "system", default_system_);
       size_t last_query = 0;  // Qwen3: assistant turns before the last user message drop their reasoning
-      for (size_t i = 0; i < messages.size(); ++i)
-        if (messages[i].role == "user") last_query = i;
+      if (!qwen2)             // (Qwen2.5 keeps them verbatim)
+        for (size_t i = 0; i < messages.size(); ++i)
+          if (messages[i].role == "user") last_query = i;
       for (size_t i = 0; i < messages.size(); ++i) {
         const ChatMessage& m = messages[i];
-        if (m.role == "tool" && i > 0 && messages[i - 1].role == "tool") {
-          // Qwen groups consecutive tool results into one user turn: reopen the previous one.
-          out.resize(out.size() - tok_->encode("\n").size() - 1);  // drop [<|im_end|>] enc("\n")
-          add_text(out, "\n" + qwen_tool_response(m.content));
-          out.push_back(end_);
-          add_text(out, "\n");
+        if (m.role == "tool") {
+          // Qwen groups consecutive tool results into one user turn, whose text is one piece as in the
+          // template's string (Qwen2.5 has no <tool_response> token: "</tool_response>\n<tool_response>"
+          // encodes across the joint).
+          std::string results = qwen_tool_response(m.content);
+          while (i + 1 < messages.size() && messages[i + 1].role == "tool")
+            results += "\n" + qwen_tool_response(messages[++i].content);
+          append_message(out, "user", results);  // == append_message(out, "tool", m.content) for one result
           continue;
         }
         append_message(out, m.role,
@@ -188,6 +210,7 @@ std::string ChatTemplate::render_text(const std::vector<ChatMessage>& messages, 
   for (const ChatMessage& m : messages) rich.push_back({m.role, m.content, {}});
   ChatRenderOptions options;
   options.add_generation_prompt = add_generation_prompt;
+  options.default_system = default_system_;
   return render_chat(format_, rich, options);
 }
 
@@ -195,6 +218,7 @@ std::vector<int64_t> ChatTemplate::ids_for_turn(const std::string& role, const s
   std::vector<int64_t> out;
   switch (format_) {
     case ChatFormat::kChatML:
+    case ChatFormat::kQwen2:
       add_text(out, "\n");  // closes the assistant turn that ended with <|im_end|>
       append_message(out, role, text);
       break;
@@ -218,6 +242,7 @@ std::vector<int64_t> ChatTemplate::generation_prompt_ids() const {
   std::vector<int64_t> out;
   switch (format_) {
     case ChatFormat::kChatML:
+    case ChatFormat::kQwen2:
       out.push_back(start_);
       add_text(out, "assistant");
       add_text(out, "\n");

@@ -16,7 +16,68 @@ std::string pcre2_message(int code) {
   return reinterpret_cast<const char*>(buf);
 }
 
+// The Unicode White_Space code points (Unicode PropList.txt), written as PCRE2 class members: the set that
+// Oniguruma (HF tokenizers' regex engine) and Rust's regex crate match with \s. PCRE2 10.42's \s under
+// PCRE2_UCP (\p{Z} + \h + \v) also matches U+180E, which is not White_Space since Unicode 6.3.
+constexpr const char* kWhiteSpaceMembers =
+    R"(\t\n\x{0B}\f\r\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
+
 }  // namespace
+
+std::string with_unicode_whitespace(const std::string& pattern) {
+  const std::string members = kWhiteSpaceMembers;
+  std::string out;
+  out.reserve(pattern.size() + 64);
+  bool in_class = false;
+  size_t class_first = 0;  // index of the first member of the open class (a ']' there is literal)
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char n = pattern[i + 1];
+      if (n == 'Q') {  // \Q...\E: quoted literally, copied as is
+        const size_t e = pattern.find("\\E", i + 2);
+        const size_t end = e == std::string::npos ? pattern.size() : e + 2;
+        out.append(pattern, i, end - i);
+        i = end - 1;
+      } else if (n == 's') {
+        out += in_class ? members : "[" + members + "]";
+        ++i;
+      } else if (n == 'S' && !in_class) {
+        out += "[^" + members + "]";
+        ++i;
+      } else {  // any other escape (including \S inside a class) is kept
+        out += c;
+        out += n;
+        ++i;
+      }
+      continue;
+    }
+    if (in_class) {
+      if (c == '[' && i + 1 < pattern.size() && pattern[i + 1] == ':') {  // POSIX [:name:] inside a class
+        const size_t e = pattern.find(":]", i + 2);
+        if (e != std::string::npos) {
+          out.append(pattern, i, e + 2 - i);
+          i = e + 1;
+          continue;
+        }
+      }
+      if (c == ']' && i > class_first) in_class = false;
+      out += c;
+      continue;
+    }
+    out += c;
+    if (c == '[') {
+      in_class = true;
+      class_first = i + 1;
+      if (class_first < pattern.size() && pattern[class_first] == '^') {
+        out += '^';
+        ++class_first;
+        ++i;
+      }
+    }
+  }
+  return out;
+}
 
 SplitBehavior parse_split_behavior(const std::string& name, const std::string& where) {
   if (name == "Removed") return SplitBehavior::kRemoved;
@@ -35,7 +96,8 @@ RegexSplitter::RegexSplitter(const std::string& pattern, SplitBehavior behavior,
   PCRE2_SIZE offset = 0;
   // PCRE2_LITERAL refuses PCRE2_UCP (irrelevant for a literal string).
   const uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &err,
+  const std::string compiled = literal ? pattern : with_unicode_whitespace(pattern);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(compiled.data()), compiled.size(), options, &err,
                                    &offset, nullptr);
   if (!code)
     throw spade::Error(where + ": pattern does not compile (PCRE2: " + pcre2_message(err) + " at offset " +

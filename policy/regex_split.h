@@ -4,10 +4,13 @@
 // Torch-free. Thread safety: split()/matches() are const and safe to call concurrently (the compiled
 // pattern is shared read-only; match data is per call).
 //
-// Known difference from HF: with PCRE2_UCP, \s also matches U+180E MONGOLIAN VOWEL SEPARATOR (PCRE2's
-// \s = \p{Z} + \h + \v), which is not White_Space in Unicode >= 6.3 (Rust's \s). Text that is not valid
-// UTF-8 (which HF never sees: its input is a Rust &str) is matched with PCRE2_MATCH_INVALID_UTF: no
-// pattern item matches an invalid byte, so invalid bytes end up in the unmatched gaps.
+// \s and \S are compiled as the Unicode White_Space set (with_unicode_whitespace below), which is what
+// HF's engines match: PCRE2's own \s under PCRE2_UCP (\p{Z} + \h + \v) also matches U+180E MONGOLIAN
+// VOWEL SEPARATOR, not White_Space since Unicode 6.3 (HF tokenizers 0.23.2 keeps "!\u180e!" one piece).
+// Remaining known difference: \p{L} / \p{N} follow the Unicode version of the system's PCRE2 (Debian 12's
+// 10.42: Unicode 14), HF's Oniguruma may know newer characters. Text that is not valid UTF-8 (which HF never
+// sees: its input is a Rust &str) is matched with PCRE2_MATCH_INVALID_UTF: no pattern item matches an
+// invalid byte, so invalid bytes end up in the unmatched gaps.
 #pragma once
 
 #include <memory>
@@ -30,6 +33,13 @@ inline constexpr const char* kLlama3SplitRegex =
 /// (pre_tokenizers/byte_level.rs; OpenAI gpt-2 encoder.py).
 inline constexpr const char* kGpt2SplitRegex =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+/// `pattern` with every \s escape replaced by the Unicode White_Space code points (U+0009..U+000D, U+0020,
+/// U+0085, U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000; Unicode PropList.txt):
+/// `[...]` outside a character class, the bare members inside one; \S outside a class becomes `[^...]`
+/// (\S inside a class, and anything in \Q...\E, is left as written). Other escapes (including "\\s", an
+/// escaped backslash and a letter) are unchanged. RegexSplitter applies it to every regex pattern.
+std::string with_unicode_whitespace(const std::string& pattern);
 
 /// What Split does with the matches (HF SplitDelimiterBehavior, JSON "behavior").
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };

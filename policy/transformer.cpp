@@ -23,23 +23,38 @@ std::pair<torch::Tensor, torch::Tensor> KVCache::append(size_t layer, const torc
     lengths_.push_back(0);
   }
   const int64_t len = lengths_[layer], t = k.size(2), need = len + t;
+  reserve(layer, need, k);
   torch::Tensor& kb = k_[layer];
   torch::Tensor& vb = v_[layer];
-  if (!kb.defined() || kb.size(2) < need) {
-    // Grow: capacity doubles so decoding one token at a time copies the history O(log S) times.
-    const int64_t cap = std::max<int64_t>(need, kb.defined() ? 2 * kb.size(2) : need + 64);
-    auto grow = [&](const torch::Tensor& old, const torch::Tensor& like) {
-      auto fresh = torch::empty({like.size(0), like.size(1), cap, like.size(3)}, like.options());
-      if (old.defined() && len > 0) fresh.narrow(2, 0, len).copy_(old.narrow(2, 0, len));
-      return fresh;
-    };
-    kb = grow(kb, k);
-    vb = grow(vb, v);
-  }
   kb.narrow(2, len, t).copy_(k);
   vb.narrow(2, len, t).copy_(v);
   lengths_[layer] = need;
   return {kb.narrow(2, 0, need), vb.narrow(2, 0, need)};
+}
+
+void KVCache::reserve(size_t layer, int64_t need, const torch::Tensor& like) {
+  torch::Tensor& kb = k_[layer];
+  torch::Tensor& vb = v_[layer];
+  if (kb.defined() && kb.size(2) >= need) return;
+  // Grow: capacity doubles so decoding one token at a time copies the history O(log S) times.
+  const int64_t len = lengths_[layer];
+  const int64_t cap = std::max<int64_t>(need, kb.defined() ? 2 * kb.size(2) : need + 64);
+  auto grow = [&](const torch::Tensor& old) {
+    auto fresh = torch::empty({like.size(0), like.size(1), cap, like.size(3)}, like.options());
+    if (old.defined() && len > 0) fresh.narrow(2, 0, len).copy_(old.narrow(2, 0, len));
+    return fresh;
+  };
+  kb = grow(kb);
+  vb = grow(vb);
+}
+
+KVCache::Column KVCache::append_column(size_t layer) {
+  if (layer >= k_.size() || !k_[layer].defined())
+    throw spade::Error("KVCache::append_column: layer " + std::to_string(layer) + " is not cached yet (" +
+                       std::to_string(k_.size()) + " layers); append() the first tokens");
+  reserve(layer, lengths_[layer] + 1, k_[layer]);
+  lengths_[layer] += 1;
+  return {k_[layer], v_[layer], lengths_[layer]};
 }
 
 int64_t KVCache::batch_size() const { return k_.empty() || !k_[0].defined() ? 0 : k_[0].size(0); }
@@ -500,6 +515,7 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, const tor
   const ModelConfig& c = config_;
   TORCH_CHECK(input_ids.dim() == 2, "Transformer::forward: input_ids must be [B, T], got ", input_ids.sizes());
   TORCH_CHECK(positions.sizes() == input_ids.sizes(), "Transformer::forward: positions must match input_ids");
+  if (cache && decode_cpu_applies(input_ids, cache)) return decode_cpu(input_ids, positions, *cache, key_mask);
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
   const int64_t past = cache ? cache->length() : 0, S = past + T;
   const auto inv_freq = inv_freq_.to(input_ids.device());

@@ -35,6 +35,21 @@ struct KVCache {
   /// 0..L-1 for each forward; length() advances when the last used layer has been appended.
   std::pair<torch::Tensor, torch::Tensor> append(size_t layer, const torch::Tensor& k, const torch::Tensor& v);
 
+  /// Storage of one layer after append_column(): K and V [B, kv_heads, capacity, head_dim], contiguous,
+  /// in the model's dtype; columns [0, length) are valid, column length-1 is the new (unwritten) one.
+  struct Column {
+    torch::Tensor k, v;
+    int64_t length = 0;
+  };
+  /// Decode fast path (TransformerImpl's CPU decode kernel): appends one column to layer `layer`
+  /// (growing the storage as append() does) and returns the layer's whole storage; the caller writes
+  /// the new keys/values into column length-1 itself. The layer must exist (an append() came first).
+  /// Throws spade::Error if it does not.
+  Column append_column(size_t layer);
+
+  /// Number of cached layers (0 if empty).
+  size_t num_layers() const { return k_.size(); }
+
   /// Number of cached positions (columns of the key mask), identical for every row.
   int64_t length() const { return lengths_.empty() ? 0 : lengths_[0]; }
   /// Batch size of the cache (0 if empty).
@@ -74,6 +89,8 @@ struct KVCache {
 
  private:
   void reallocate(int64_t front_pad, int64_t drop, int64_t capacity);
+  // Grows layer `layer` (existing or just added) to hold `need` columns; new storage shaped like `like`.
+  void reserve(size_t layer, int64_t need, const torch::Tensor& like);
   std::vector<torch::Tensor> k_, v_;   // [B, kv_heads, capacity, head_dim]
   std::vector<int64_t> lengths_;       // filled length per layer
 };
@@ -111,9 +128,30 @@ class TransformerImpl : public torch::nn::Module {
   void set_activation_checkpointing(bool enabled) { activation_checkpointing_ = enabled; }
   bool activation_checkpointing() const { return activation_checkpointing_; }
 
+  /// CPU decode kernel (issue 4): when on (the default), forward() calls that decode one token per row
+  /// onto a non-empty KV cache (T == 1) on CPU in float32 with grad mode and CPU autocast off, for a
+  /// dense (non-MoE) model, run decode_cpu() instead of the generic ATen layer: the same formulas
+  /// (decoder_layer's numerics, fp32 throughout) as fused loops over raw buffers plus direct BLAS
+  /// calls, so a step costs ~7 BLAS calls per layer instead of ~30 ATen dispatches. Results equal the
+  /// generic path up to fp32 summation order (tests/policy/test_decode_kernel.cpp). Off: always the
+  /// generic path. Built only when CMake found a BLAS (SPADE_HAVE_BLAS); without one this flag is ignored.
+  void set_cpu_decode_kernel(bool enabled) { cpu_decode_kernel_ = enabled; }
+  bool cpu_decode_kernel() const { return cpu_decode_kernel_; }
+  /// Whether forward(input_ids, positions, cache, ...) would run the CPU decode kernel now (the
+  /// conditions above, checked against this call's ids [B, T] and cache, the weights and the thread's
+  /// grad/autocast mode).
+  bool decode_cpu_applies(const torch::Tensor& input_ids, const KVCache* cache) const;
+
   /// Output projection: hidden [..., hidden] -> logits [..., vocab] in float32. Uses the embedding
   /// matrix when tie_word_embeddings.
   torch::Tensor lm_head(const torch::Tensor& hidden);
+
+  /// The sampler's projection of each row's last hidden state: hidden [B, hidden] -> logits [B, vocab]
+  /// float32, lm_head()'s values up to fp32 summation order. With the CPU decode kernel on, for fp32
+  /// CPU input under no grad, one BLAS call (a matrix-vector product for B == 1: the [vocab, hidden]
+  /// weight is read once, where ATen's matmul packs it first); otherwise lm_head(). Throws c10::Error
+  /// if hidden is not [B, hidden].
+  torch::Tensor next_token_logits(const torch::Tensor& hidden);
 
   /// Re-initialises all weights deterministically from `seed`: linear and embedding weights ~ N(0, std)
   /// (HF initializer_range 0.02), biases 0, norm weights 1.
@@ -137,6 +175,13 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor lm_head_;        // [vocab, hidden]   lm_head.weight (== embed_tokens_ when tied)
   torch::Tensor inv_freq_;       // [head_dim/2] float32 RoPE inverse frequencies (buffer, not saved)
   bool activation_checkpointing_ = false;
+  bool cpu_decode_kernel_ = true;
+  // The decode kernel: one token per row. input_ids, positions [B, 1] int64 (CPU); cache non-empty with
+  // B rows and every layer; key_mask undefined or [B, cache+1] bool. Returns the final-normed hidden
+  // states [B, 1, hidden] float32, like forward(). Throws spade::Error for an out-of-range token id or a
+  // mismatched cache/key_mask. transformer_decode.cpp.
+  torch::Tensor decode_cpu(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache& cache,
+                           const torch::Tensor& key_mask);
   // decoder_layer() as one checkpoint node (activation checkpointing); transformer.cpp.
   torch::Tensor checkpointed_layer(const torch::Tensor& x, const LayerWeights& w, const ModelConfig& c,
                                    const torch::Tensor& rope_cos, const torch::Tensor& rope_sin,

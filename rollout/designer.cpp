@@ -1,5 +1,6 @@
 #include "rollout/designer.h"
 
+#include "common/error.h"
 #include "common/strings.h"
 #include "rollout/parsing.h"
 #include "rollout/prompts.h"
@@ -36,56 +37,81 @@ std::vector<ChatCompletion> complete_chats(PolicyRef policy,
   return out;
 }
 
-std::vector<DesignAttempt> design_environments(PolicyRef policy, envsandbox::EnvServer& server,
-                                               const std::vector<std::string>& slot_skills,
-                                               const DesignerPromptFn& make_prompt,
-                                               const DesignerOptions& options, uint64_t seed) {
+std::vector<DesignAttempt> attempt_designs(PolicyRef policy, envsandbox::EnvServer& server,
+                                           const std::vector<DesignRequest>& requests,
+                                           const DesignerOptions& options, uint64_t seed) {
+  std::vector<std::vector<policy::ChatMessage>> chats;
+  for (const DesignRequest& r : requests) chats.push_back(r.chat);
+  std::vector<ChatCompletion> outs = complete_chats(policy, chats, options.sampling, seed, options.max_batch);
+  std::vector<DesignAttempt> attempts;
+  for (size_t p = 0; p < requests.size(); ++p) {
+    DesignAttempt a;
+    a.slot = requests[p].slot;
+    a.attempt = requests[p].attempt;
+    a.skill = requests[p].skill;
+    a.doc_id = requests[p].doc_id;
+    a.sample = outs[p].to_sample(Role::Designer);
+    a.sample.skill = a.skill;
+    if (outs[p].output.finish_reason != "stop") {
+      // The response hit its token cap: the program is cut off.
+      a.code = extract_code(outs[p].text);
+      a.report.admitted = false;
+      a.report.reason = "truncated_response";
+      a.report.detail = "the designer response reached max_new_tokens (" +
+                        std::to_string(options.sampling.max_new_tokens) + ") before ending";
+    } else {
+      a.code = envsandbox::repair_fstring_braces(server, extract_code(outs[p].text));
+      if (trim(a.code).empty()) {
+        a.report.admitted = false;
+        a.report.reason = "empty_program";
+        a.report.detail = "no code in the designer response";
+      } else {
+        a.report = envsandbox::validate_game(server, a.code);
+      }
+    }
+    attempts.push_back(std::move(a));
+  }
+  return attempts;
+}
+
+std::vector<DesignAttempt> design_environments(const std::vector<std::string>& slot_skills,
+                                               const DesignerPromptFn& make_prompt, int max_attempts,
+                                               uint64_t seed, const DesignRoundFn& run_round) {
   std::vector<DesignAttempt> attempts;
   std::vector<int> pending;
   for (int s = 0; s < static_cast<int>(slot_skills.size()); ++s) pending.push_back(s);
 
-  for (int attempt = 0; attempt < options.max_attempts && !pending.empty(); ++attempt) {
-    std::vector<std::vector<policy::ChatMessage>> chats;
-    std::vector<std::string> doc_ids(pending.size());
-    for (size_t p = 0; p < pending.size(); ++p) {
-      const std::string& skill = slot_skills[pending[p]];
-      chats.push_back({{"system", designer_system_prompt()}, {"user", make_prompt(skill, &doc_ids[p])}});
+  for (int attempt = 0; attempt < max_attempts && !pending.empty(); ++attempt) {
+    std::vector<DesignRequest> requests;
+    for (int slot : pending) {
+      DesignRequest r;
+      r.slot = slot;
+      r.attempt = attempt;
+      r.skill = slot_skills[slot];
+      r.chat = {{"system", designer_system_prompt()}, {"user", make_prompt(r.skill, &r.doc_id)}};
+      requests.push_back(std::move(r));
     }
-    std::vector<ChatCompletion> outs = complete_chats(
-        policy, chats, options.sampling, seed + 7919ULL * static_cast<uint64_t>(attempt), options.max_batch);
-
-    std::vector<int> still_pending;
-    for (size_t p = 0; p < pending.size(); ++p) {
-      DesignAttempt a;
-      a.slot = pending[p];
-      a.attempt = attempt;
-      a.skill = slot_skills[a.slot];
-      a.doc_id = doc_ids[p];
-      a.sample = outs[p].to_sample(Role::Designer);
-      a.sample.skill = a.skill;
-      if (outs[p].output.finish_reason != "stop") {
-        // The response hit its token cap: the program is cut off.
-        a.code = extract_code(outs[p].text);
-        a.report.admitted = false;
-        a.report.reason = "truncated_response";
-        a.report.detail = "the designer response reached max_new_tokens (" +
-                          std::to_string(options.sampling.max_new_tokens) + ") before ending";
-      } else {
-        a.code = envsandbox::repair_fstring_braces(server, extract_code(outs[p].text));
-        if (trim(a.code).empty()) {
-          a.report.admitted = false;
-          a.report.reason = "empty_program";
-          a.report.detail = "no code in the designer response";
-        } else {
-          a.report = envsandbox::validate_game(server, a.code);
-        }
-      }
-      if (!a.admitted()) still_pending.push_back(a.slot);
+    std::vector<DesignAttempt> round = run_round(requests, seed + 7919ULL * static_cast<uint64_t>(attempt));
+    if (round.size() != requests.size())
+      throw Error("design_environments: a round of " + std::to_string(requests.size()) + " requests returned " +
+                  std::to_string(round.size()) + " attempts");
+    pending.clear();
+    for (DesignAttempt& a : round) {
+      if (!a.admitted()) pending.push_back(a.slot);
       attempts.push_back(std::move(a));
     }
-    pending = std::move(still_pending);
   }
   return attempts;
+}
+
+std::vector<DesignAttempt> design_environments(PolicyRef policy, envsandbox::EnvServer& server,
+                                               const std::vector<std::string>& slot_skills,
+                                               const DesignerPromptFn& make_prompt,
+                                               const DesignerOptions& options, uint64_t seed) {
+  return design_environments(slot_skills, make_prompt, options.max_attempts, seed,
+                             [&](const std::vector<DesignRequest>& requests, uint64_t round_seed) {
+                               return attempt_designs(policy, server, requests, options, round_seed);
+                             });
 }
 
 std::vector<std::string> write_hints(PolicyRef policy, const std::vector<std::string>& programs,

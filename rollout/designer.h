@@ -53,9 +53,37 @@ struct DesignerOptions {
 /// Called once per attempt, so each attempt gets a fresh corpus document (reference §4).
 using DesignerPromptFn = std::function<std::string(const std::string& skill, std::string* doc_id)>;
 
+/// One designer generation to sample and check: an attempt at a slot, with its chat (system + user).
+struct DesignRequest {
+  int slot = 0;
+  int attempt = 0;
+  std::string skill;   // skill slug
+  std::string doc_id;  // grounding corpus document
+  std::vector<policy::ChatMessage> chat;
+};
+
+/// Samples one response per request (batches of options.max_batch, sampling seed `seed`) and checks
+/// it: code extraction, f-string brace repair, then the validation gates (envsandbox/validate.h); a
+/// response cut off at max_new_tokens is "truncated_response", one without code "empty_program".
+/// Returns attempt i for request i. Throws only what the sampler or EnvServer::spawn throws.
+std::vector<DesignAttempt> attempt_designs(PolicyRef policy, envsandbox::EnvServer& server,
+                                           const std::vector<DesignRequest>& requests,
+                                           const DesignerOptions& options, uint64_t seed);
+
+/// How one round of requests is run and checked: attempt_designs in this process, or split across
+/// data-parallel ranks (trainer/selfplay_dp.h). Must return attempt i for request i.
+using DesignRoundFn = std::function<std::vector<DesignAttempt>(const std::vector<DesignRequest>&, uint64_t seed)>;
+
 /// Generates one environment per entry of `slot_skills`, retrying rejected slots up to
-/// max_attempts times; all attempts of a round are sampled in one batch. Returns every attempt in
-/// order (admitted ones have report.admitted). A program that breaks the sandbox is a rejection.
+/// `max_attempts` times (reference §4: 5); all attempts of a round are one call of `run_round`, with
+/// seed + 7919 * attempt. Prompts are built here, in slot order, by `make_prompt`. Returns every
+/// attempt in order (admitted ones have report.admitted).
+std::vector<DesignAttempt> design_environments(const std::vector<std::string>& slot_skills,
+                                               const DesignerPromptFn& make_prompt, int max_attempts,
+                                               uint64_t seed, const DesignRoundFn& run_round);
+
+/// The same in this process: each round is attempt_designs(policy, server, ..., options). A program
+/// that breaks the sandbox is a rejection.
 std::vector<DesignAttempt> design_environments(PolicyRef policy, envsandbox::EnvServer& server,
                                                const std::vector<std::string>& slot_skills,
                                                const DesignerPromptFn& make_prompt,

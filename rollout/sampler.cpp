@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <unordered_set>
 
@@ -48,6 +49,140 @@ struct Row {
   GenerationResult result;
 };
 
+/// One row's next token and its logprob.
+struct Draw {
+  int64_t token;
+  float logprob;
+};
+
+/// log_softmax(z)[token] for z[V] (policy::token_logprobs' formula: z - max - log(sum(exp(z - max)))).
+float log_softmax_at(const float* z, int64_t V, int64_t token) {
+  float m = z[0];
+  for (int64_t i = 1; i < V; ++i) m = std::max(m, z[i]);
+  double sum = 0;
+  for (int64_t i = 0; i < V; ++i) sum += std::exp(z[i] - m);
+  return static_cast<float>((z[token] - m) - std::log(sum));
+}
+
+/// Candidate ids of z[V] sorted by z descending (ties: lower id first): the k largest, or all V
+/// when k <= 0 or k >= V. One pass keeping the k best in a sorted buffer (O(V) for small k).
+std::vector<int64_t> top_candidates(const float* z, int64_t V, int k) {
+  std::vector<int64_t> cand;
+  if (k <= 0 || k >= V) {
+    cand.resize(V);
+    for (int64_t i = 0; i < V; ++i) cand[i] = i;
+    std::stable_sort(cand.begin(), cand.end(), [z](int64_t a, int64_t b) { return z[a] > z[b]; });
+    return cand;
+  }
+  cand.reserve(k + 1);
+  for (int64_t i = 0; i < V; ++i) {
+    if (static_cast<int>(cand.size()) == k && !(z[i] > z[cand.back()])) continue;
+    auto at = std::upper_bound(cand.begin(), cand.end(), z[i], [z](float v, int64_t c) { return v > z[c]; });
+    cand.insert(at, i);
+    if (static_cast<int>(cand.size()) > k) cand.pop_back();
+  }
+  return cand;
+}
+
+/// The draw of one row on the host, for logits[V] (float32): the same semantics as the tensor path
+/// below (HF order: temperature, top-k, softmax over the survivors, top-p, min-p, then a draw from the
+/// renormalised survivors), with the logprob under the unfiltered temperature-scaled distribution.
+/// Greedy (temperature 0): the first argmax, logprob at temperature 1. `z` is scratch of size V.
+Draw draw_on_host(const float* logits, int64_t V, const SamplingParams& p, Rng& rng, std::vector<float>& z) {
+  if (p.temperature == 0) {
+    const int64_t best = std::max_element(logits, logits + V) - logits;
+    return {best, log_softmax_at(logits, V, best)};
+  }
+  const float t = static_cast<float>(p.temperature);  // as ATen's float tensor / double scalar
+  for (int64_t i = 0; i < V; ++i) z[i] = logits[i] / t;
+  const std::vector<int64_t> cand = top_candidates(z.data(), V, p.top_k);
+  // Softmax over the candidates (descending), then the top-p / min-p survivors: a token survives
+  // top-p if the mass strictly before it is < top_p, min-p if its probability >= min_p * the largest.
+  const double top = z[cand[0]];
+  std::vector<double> prob(cand.size());
+  double total = 0;
+  for (size_t j = 0; j < cand.size(); ++j) total += prob[j] = std::exp(z[cand[j]] - top);
+  double before = 0, kept = 0;
+  size_t width = 0;
+  for (; width < cand.size(); ++width) {
+    const double pj = prob[width] / total;
+    if (before >= p.top_p || (p.min_p > 0 && pj < p.min_p * (prob[0] / total))) break;
+    before += pj;
+    kept += prob[width];
+  }
+  // Draw u in [0, kept) over the survivors' unnormalised weights (the most likely always survives).
+  const double u = rng.uniform() * kept;
+  double acc = 0;
+  size_t pick = 0;
+  for (size_t j = 0; j < width; ++j) {
+    acc += prob[j];
+    pick = j;
+    if (u < acc) break;
+  }
+  return {cand[pick], log_softmax_at(z.data(), V, cand[pick])};
+}
+
+/// Next token and logprob of every row, on the host (CPU logits [B, V] float32): draw_on_host() per
+/// row. No tensor ops: on CPU a step's sampling is a few loops over the vocabulary.
+void choose_on_host(const torch::Tensor& logits, const SamplingParams& params, std::vector<Row>& rows,
+                    std::vector<int64_t>& chosen, std::vector<float>& logprobs) {
+  const torch::Tensor l = logits.to(torch::kFloat32).contiguous();
+  const int64_t V = l.size(1);
+  const float* lp = l.data_ptr<float>();
+  std::vector<float> z(V);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const Draw d = draw_on_host(lp + r * V, V, params, rows[r].rng, z);
+    chosen[r] = d.token;
+    logprobs[r] = d.logprob;
+  }
+}
+
+/// The same choice as tensor ops on the logits' device (logits [B, V] float32, e.g. CUDA): only the
+/// surviving candidates and the logprobs are copied to the host.
+void choose_on_device(const torch::Tensor& logits, const SamplingParams& params, std::vector<Row>& rows,
+                      std::vector<int64_t>& chosen, std::vector<float>& logprobs) {
+  const int64_t B = rows.size(), vocab = logits.size(1);
+  if (params.temperature == 0) {
+    auto am = logits.argmax(-1).to(torch::kCPU).contiguous();
+    for (int64_t r = 0; r < B; ++r) chosen[r] = am.data_ptr<int64_t>()[r];
+  } else {
+    // Candidates sorted by probability (descending): top-k, or the whole vocabulary.
+    auto z = logits / params.temperature;
+    torch::Tensor vals, cand;
+    if (params.top_k > 0 && params.top_k < vocab) std::tie(vals, cand) = z.topk(params.top_k, -1, true, true);
+    else std::tie(vals, cand) = z.sort(-1, /*descending=*/true);
+    auto probs = torch::softmax(vals, -1);  // renormalised over the top-k survivors (HF order)
+    // Top-p on the device: a token survives if the mass strictly before it is < top_p; only the
+    // widest surviving prefix is copied to the host.
+    auto before = probs.cumsum(-1) - probs;
+    auto keep_tok = before < params.top_p;
+    if (params.min_p > 0) keep_tok = keep_tok.logical_and(probs >= probs.narrow(1, 0, 1) * params.min_p);
+    const int64_t width = std::max<int64_t>(1, keep_tok.sum(1).max().item<int64_t>());
+    probs = (probs * keep_tok).narrow(1, 0, width).to(torch::kCPU, torch::kDouble).contiguous();
+    cand = cand.narrow(1, 0, width).to(torch::kCPU).contiguous();
+    const double* pp = probs.data_ptr<double>();
+    const int64_t* cp = cand.data_ptr<int64_t>();
+    for (int64_t r = 0; r < B; ++r) {
+      const double* p = pp + r * width;
+      double total = 0;
+      for (int64_t j = 0; j < width; ++j) total += p[j];
+      double u = rows[r].rng.uniform() * total, acc = 0;
+      int64_t pick = 0;  // the most likely token always survives the filters
+      for (int64_t j = 0; j < width; ++j) {
+        if (p[j] <= 0) continue;
+        acc += p[j];
+        pick = j;
+        if (u < acc) break;
+      }
+      chosen[r] = cp[r * width + pick];
+    }
+  }
+  const double temperature = params.temperature == 0 ? 1.0 : params.temperature;
+  auto chosen_t = torch::tensor(chosen, torch::kLong).to(logits.device());
+  auto lp = policy::token_logprobs(logits, chosen_t, temperature).to(torch::kCPU).contiguous();
+  std::copy(lp.data_ptr<float>(), lp.data_ptr<float>() + B, logprobs.begin());
+}
+
 void validate(const SamplingParams& params, int max_batch) {
   if (max_batch < 1) throw spade::Error("generate: max_batch must be >= 1");
   if (params.temperature < 0) throw spade::Error("generate: temperature must be >= 0");
@@ -89,9 +224,6 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
   const std::unordered_set<int64_t> stop(params.stop_token_ids.begin(), params.stop_token_ids.end());
   size_t stop_window = 0;
   for (const std::string& s : params.stop_strings) stop_window = std::max(stop_window, s.size() + 8);
-  const bool greedy = params.temperature == 0;
-  const double logprob_temperature = greedy ? 1.0 : params.temperature;
-  const int64_t vocab = model->config().vocab_size;
 
   std::vector<Row> rows;             // active rows, in batch order
   policy::KVCache cache;             // [B, kv_heads, S, head_dim] per layer
@@ -139,7 +271,7 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
       }
       mask = mask.to(device);
       auto hidden = model->forward(ids.to(device), pos.to(device), &fresh, mask);
-      auto logits = model->lm_head(hidden.select(1, T - 1));  // [n, V]
+      auto logits = model->next_token_logits(hidden.select(1, T - 1));  // [n, V]
       const int64_t P = H + T;
       if (!rows.empty()) {
         const int64_t S = cache.length();
@@ -166,53 +298,20 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
       }
     }
 
-    // 2. Choose the next token of every row.
+    // 2. Choose the next token of every row (and its logprob).
     const int64_t B = rows.size();
     std::vector<int64_t> chosen(B);
-    if (greedy) {
-      auto am = next_logits.argmax(-1).to(torch::kCPU).contiguous();
-      for (int64_t r = 0; r < B; ++r) chosen[r] = am.data_ptr<int64_t>()[r];
-    } else {
-      // Candidates sorted by probability (descending): top-k, or the whole vocabulary.
-      auto z = next_logits / params.temperature;
-      torch::Tensor vals, cand;
-      if (params.top_k > 0 && params.top_k < vocab) std::tie(vals, cand) = z.topk(params.top_k, -1, true, true);
-      else std::tie(vals, cand) = z.sort(-1, /*descending=*/true);
-      auto probs = torch::softmax(vals, -1);  // renormalised over the top-k survivors (HF order)
-      // Top-p on the device: a token survives if the mass strictly before it is < top_p; only the
-      // widest surviving prefix is copied to the host.
-      auto before = probs.cumsum(-1) - probs;
-      auto keep_tok = before < params.top_p;
-      if (params.min_p > 0) keep_tok = keep_tok.logical_and(probs >= probs.narrow(1, 0, 1) * params.min_p);
-      const int64_t width = std::max<int64_t>(1, keep_tok.sum(1).max().item<int64_t>());
-      probs = (probs * keep_tok).narrow(1, 0, width).to(torch::kCPU, torch::kDouble).contiguous();
-      cand = cand.narrow(1, 0, width).to(torch::kCPU).contiguous();
-      const double* pp = probs.data_ptr<double>();
-      const int64_t* cp = cand.data_ptr<int64_t>();
-      for (int64_t r = 0; r < B; ++r) {
-        const double* p = pp + r * width;
-        double total = 0;
-        for (int64_t j = 0; j < width; ++j) total += p[j];
-        double u = rows[r].rng.uniform() * total, acc = 0;
-        int64_t pick = 0;  // the most likely token always survives the filters
-        for (int64_t j = 0; j < width; ++j) {
-          if (p[j] <= 0) continue;
-          acc += p[j];
-          pick = j;
-          if (u < acc) break;
-        }
-        chosen[r] = cp[r * width + pick];
-      }
-    }
+    std::vector<float> logprobs(B);
+    if (next_logits.device().is_cpu()) choose_on_host(next_logits, params, rows, chosen, logprobs);
+    else choose_on_device(next_logits, params, rows, chosen, logprobs);
     auto chosen_t = torch::tensor(chosen, i64).to(device);
-    auto logprobs = policy::token_logprobs(next_logits, chosen_t, logprob_temperature).to(torch::kCPU).contiguous();
 
     // 3. Record; finish rows that sampled a stop token, spelled a stop string or reached their cap.
     std::vector<int64_t> keep_rows;
     for (int64_t r = 0; r < B; ++r) {
       GenerationResult& res = rows[r].result;
       res.tokens.push_back(chosen[r]);
-      res.logprobs.push_back(logprobs.data_ptr<float>()[r]);
+      res.logprobs.push_back(logprobs[r]);
       if (keep) rows[r].seq->tokens.push_back(chosen[r]);
       if (stop.count(chosen[r])) {
         res.finish_reason = "stop";
@@ -276,7 +375,7 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
     // Without padding a one-token step needs no mask (it may attend to every cached slot).
     auto hidden = model->forward(chosen_t.view({Bk, 1}), torch::tensor(positions, i64).to(device).view({Bk, 1}),
                                  &cache, padded ? key_mask : torch::Tensor());
-    next_logits = model->lm_head(hidden.select(1, 0));
+    next_logits = model->next_token_logits(hidden.select(1, 0));
     *forwarded += Bk;
   }
   if (was_training) model->train();

@@ -68,7 +68,9 @@ struct GenerationResult {
 /// Filtering order as in HF generate: temperature, top-k, top-p, min-p, then a draw from the
 /// renormalised survivors. Randomness: each prompt i has its own stream seeded by (seed, i), so its
 /// draws do not depend on which other prompts share the batch; the same inputs, seed and max_batch
-/// give identical results. Runs under torch::NoGradGuard on the model's device.
+/// give identical results. Runs under torch::NoGradGuard on the model's device. On CPU the filters and
+/// the draw run as loops over the raw logits (and decode steps use the model's CPU decode kernel,
+/// TransformerImpl::set_cpu_decode_kernel); on other devices as tensor ops; the semantics are the same.
 /// Throws spade::Error for an empty prompt, max_batch < 1 or invalid parameters (temperature < 0,
 /// top_p outside (0, 1], min_p outside [0, 1], stop_strings without detokenize).
 std::vector<GenerationResult> generate(policy::Transformer& model, const std::vector<std::vector<int64_t>>& prompts,

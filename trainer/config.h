@@ -159,7 +159,7 @@ struct DistributedYaml {
   std::string backend = "auto";   // gloo | nccl | auto (nccl when train.device is a GPU on a CUDA build, else gloo)
   double bucket_mb = 25;          // gradient all-reduce bucket size: torch DDP's bucket_cap_mb default
   double timeout_s = 1800;        // rendezvous + collective timeout: torch's default_pg_timeout (30 min);
-                                  // the designer phase runs on rank 0 alone while the others wait
+                                  // the cold start runs on rank 0 alone while the others wait
 };
 
 // Where and how the policy trains (issue 5: device selection, activation checkpointing, bf16 autocast).

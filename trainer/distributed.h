@@ -56,7 +56,7 @@ struct DistributedOptions {
                                        // is available, else gloo)
   int64_t bucket_bytes = 25ll << 20;   // gradient bucket size: torch DDP's bucket_cap_mb default, 25 MiB
   double timeout_s = 1800;             // store and collective timeout: torch's default_pg_timeout
-                                       // (30 min); rank 0 alone runs the designer phase meanwhile
+                                       // (30 min); rank 0 alone runs the cold start meanwhile
   bool group_at_world_size_1 = false;  // create the process group even for a single rank (over an
                                        // in-process c10d::HashStore when MASTER_ADDR is unset): the GPU
                                        // check exercises NCCL this way (scripts/gpu/); active() is then true

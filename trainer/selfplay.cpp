@@ -16,6 +16,7 @@
 #include "rollout/episode.h"
 #include "rollout/prompts.h"
 #include "trainer/checkpointing.h"
+#include "trainer/device_memory.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/selfplay_dp.h"
 #include "trainer/step_bench.h"
@@ -93,6 +94,8 @@ SelfPlaySummary SelfPlay::run(int64_t first) {
 
 std::map<std::string, double> SelfPlay::step(int64_t t) {
   const auto step_start = Clock::now();
+  const c10::Device device = policy_.model->parameters().front().device();
+  reset_device_memory_peaks(device);  // the GPU peaks below are this step's
   const SelfPlayConfig& sp = config_.selfplay;
   const bool regeneration = t % sp.k == 0;
   const bool last = t + 1 == sp.steps;
@@ -108,8 +111,8 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   hinted_plays_.clear();
   const auto rollout_start = Clock::now();
   if (regeneration) {
-    if (dist_->is_main()) regenerate(t, m);  // designer, gates, hints
-    if (dist_->active()) restore(broadcast_state(*dist_, snapshot(t)));  // rank 0's generation everywhere
+    regenerate(t, m);  // designer, gates, hints: every rank, the work split (selfplay_dp.h)
+    if (dist_->active()) restore(broadcast_state(*dist_, snapshot(t)));  // rank 0's generation is the authority
     play_hinted(m);  // every rank: r_hint of the new generation
   }
   for (const LiveEnv& env : live_) hash_of[env.id] = source_hash(env.code);
@@ -270,6 +273,10 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   hinted_plays_.clear();
 
   m["perf/max_rss_gb"] = static_cast<double>(peak_rss_bytes()) / (1 << 30);
+  if (const std::optional<DeviceMemoryPeaks> gpu = device_memory_peaks(device)) {  // verl's names
+    m["perf/max_memory_allocated_gb"] = static_cast<double>(gpu->max_allocated_bytes) / (1 << 30);
+    m["perf/max_memory_reserved_gb"] = static_cast<double>(gpu->max_reserved_bytes) / (1 << 30);
+  }
   m["time/step_s"] = seconds_since(step_start);
 
   ++summary_.steps;
@@ -354,8 +361,15 @@ void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
   dopt.sampling = sampling(sp.designer);
   dopt.max_attempts = sp.max_attempts;
   dopt.max_batch = sp.max_batch;
+  // Each round's requests are sampled and validated split across the data-parallel ranks.
+  const auto design_round = [&](const std::vector<rollout::DesignRequest>& requests, uint64_t seed) {
+    return design_round_split(*dist_, requests, seed, [&](const std::vector<rollout::DesignRequest>& mine, uint64_t s) {
+      return rollout::attempt_designs(policy_, server_, mine, dopt, s);
+    });
+  };
   std::vector<rollout::DesignAttempt> attempts =
-      rollout::design_environments(policy_, server_, slot_skills, make_prompt, dopt, rng_());
+      rollout::design_environments(slot_skills, make_prompt, dopt.max_attempts, rng_(), design_round);
+  const bool writes = dist_->is_main();  // files: rank 0 only
 
   // Save every program: admitted to envs/, rejected to rejected/ with its reason (reference §8).
   char name[96];
@@ -376,17 +390,21 @@ void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
       env.code = a.code;
       env.path = run_.envs_dir() + "/" + name + ".py";
       env.born = t;
-      write_file_atomic(env.path, a.code);
-      write_file_atomic(run_.envs_dir() + "/" + name + ".json", meta.dump(2));
+      if (writes) {
+        write_file_atomic(env.path, a.code);
+        write_file_atomic(run_.envs_dir() + "/" + name + ".json", meta.dump(2));
+      }
       a.sample.env_id = env.id;
       a.sample.rollout_id = t;
       designer_buffer_.push_back(std::move(a.sample));
       live_.push_back(std::move(env));
     } else {
       const std::string base = run_.rejected_dir() + "/" + name + "_try" + std::to_string(a.attempt);
-      write_file_atomic(base + ".py", a.code);
-      write_file_atomic(base + ".reason.txt", a.report.reason + "\n" + a.report.detail + "\n");
-      write_file_atomic(base + ".json", meta.dump(2));
+      if (writes) {
+        write_file_atomic(base + ".py", a.code);
+        write_file_atomic(base + ".reason.txt", a.report.reason + "\n" + a.report.detail + "\n");
+        write_file_atomic(base + ".json", meta.dump(2));
+      }
       ++rejected_now[a.report.reason];
       ++summary_.rejected_by_reason[a.report.reason];
     }
@@ -417,11 +435,14 @@ void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
   for (const LiveEnv& env : live_) codes.push_back(env.code);
   rollout::SamplingParams hint_params = sampling(sp.hint);
   hint_params.max_new_tokens = sp.hint_max_tokens;
-  std::vector<std::string> hints = codes.empty() ? std::vector<std::string>{}
-                                                 : rollout::write_hints(policy_, codes, hint_params, rng_(), sp.max_batch);
+  const auto hint_writer = [&](const std::vector<std::string>& mine, uint64_t seed) {
+    return rollout::write_hints(policy_, mine, hint_params, seed, sp.max_batch);
+  };
+  const std::vector<std::string> hints =
+      codes.empty() ? std::vector<std::string>{} : write_hints_split(*dist_, codes, rng_(), hint_writer);
   for (size_t i = 0; i < live_.size(); ++i) {
     live_[i].hint = hints[i];
-    write_file_atomic(run_.envs_dir() + "/" + live_[i].id + ".hint.txt", hints[i] + "\n");
+    if (writes) write_file_atomic(run_.envs_dir() + "/" + live_[i].id + ".hint.txt", hints[i] + "\n");
   }
   m["time/regen_s"] = seconds_since(regen_start);
   m["rollout/regen_tokens"] = static_cast<double>(sampled_tokens);

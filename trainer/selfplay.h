@@ -1,8 +1,8 @@
 // The SPADE self-play loop (DESIGN.md "One self-play step"; reference §1). One policy, two roles:
 // the designer writes environments every k steps, the agent plays them every step, and one
 // GRPO update trains both roles on a mixed batch (designer samples first). Data parallel: see
-// selfplay_dp.h for what each rank does (agent plays and the update split by whole environments,
-// the designer phase on rank 0, files written by rank 0). Not thread-safe.
+// selfplay_dp.h for what each rank does (designer rounds, hints, agent plays and the update split
+// across ranks, files written by rank 0). Not thread-safe.
 #pragma once
 #include <functional>
 #include <map>
@@ -59,7 +59,8 @@ class SelfPlay {
  private:
   /// One rollout t, top to bottom; returns the metrics line.
   std::map<std::string, double> step(int64_t t);
-  /// Rank 0: a new generation of environments (designer, gates, seed fill-ins) and their hints.
+  /// Every rank: a new generation of environments (designer, gates, seed fill-ins) and their hints,
+  /// the sampling and validation split across ranks (selfplay_dp.h); files written by rank 0.
   void regenerate(int64_t t, std::map<std::string, double>& m);
   /// Every rank: the hinted plays of the live generation, split by environment across ranks
   /// (selfplay_dp.h), setting each environment's r_hint (reference §5).

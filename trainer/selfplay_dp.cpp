@@ -32,6 +32,90 @@ rollout::EpisodeResult episode_from_json(const nlohmann::json& j) {
   return r;
 }
 
+uint64_t rank_seed(const DistributedContext& dist, uint64_t seed) {
+  return dist.active() ? mix(seed ^ mix(static_cast<uint64_t>(dist.rank()) + 1)) : seed;
+}
+
+std::vector<nlohmann::json> gather_indexed(const DistributedContext& dist, size_t n, const std::vector<size_t>& mine,
+                                           std::vector<nlohmann::json> results, const std::string& what) {
+  if (results.size() != mine.size()) throw Error(what + ": " + std::to_string(mine.size()) + " indices but " +
+                                                 std::to_string(results.size()) + " results");
+  std::vector<nlohmann::json> parts;
+  if (dist.active()) {
+    const std::vector<uint8_t> bytes = nlohmann::json::to_cbor({{"index", mine}, {"results", std::move(results)}});
+    for (const std::string& part : dist.all_gather_strings(std::string(bytes.begin(), bytes.end())))
+      parts.push_back(nlohmann::json::from_cbor(part));
+  } else {
+    parts.push_back({{"index", mine}, {"results", std::move(results)}});
+  }
+  std::vector<nlohmann::json> out(n);
+  std::vector<bool> seen(n, false);
+  for (nlohmann::json& j : parts) {
+    const std::vector<size_t> index = j.at("index").get<std::vector<size_t>>();
+    nlohmann::json& got = j.at("results");
+    if (got.size() != index.size()) throw Error(what + ": a rank sent unequal index/results");
+    for (size_t k = 0; k < index.size(); ++k) {
+      if (index[k] >= n || seen[index[k]]) throw Error(what + ": bad or repeated index " + std::to_string(index[k]));
+      out[index[k]] = std::move(got[k]);
+      seen[index[k]] = true;
+    }
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (!seen[i]) throw Error(what + ": item " + std::to_string(i) + " came back from no rank");
+  return out;
+}
+
+nlohmann::json design_attempt_to_json(const rollout::DesignAttempt& a) {
+  return {{"slot", a.slot}, {"attempt", a.attempt}, {"skill", a.skill},           {"doc_id", a.doc_id},
+          {"code", a.code}, {"report", a.report.to_json()}, {"sample", sample_to_json(a.sample)}};
+}
+
+rollout::DesignAttempt design_attempt_from_json(const nlohmann::json& j) {
+  rollout::DesignAttempt a;
+  j.at("slot").get_to(a.slot);
+  j.at("attempt").get_to(a.attempt);
+  j.at("skill").get_to(a.skill);
+  j.at("doc_id").get_to(a.doc_id);
+  j.at("code").get_to(a.code);
+  a.report = envsandbox::ValidationReport::from_json(j.at("report"));
+  a.sample = sample_from_json(j.at("sample"));
+  return a;
+}
+
+std::vector<rollout::DesignAttempt> design_round_split(const DistributedContext& dist,
+                                                       const std::vector<rollout::DesignRequest>& requests,
+                                                       uint64_t seed, const rollout::DesignRoundFn& local) {
+  if (!dist.active()) return local(requests, seed);
+  const std::vector<size_t> mine = owned_indices(requests.size(), dist.rank(), dist.world_size());
+  std::vector<rollout::DesignRequest> my_requests;
+  for (size_t i : mine) my_requests.push_back(requests[i]);
+  std::vector<nlohmann::json> results;
+  if (!my_requests.empty())
+    for (const rollout::DesignAttempt& a : local(my_requests, rank_seed(dist, seed)))
+      results.push_back(design_attempt_to_json(a));
+  std::vector<rollout::DesignAttempt> out;
+  for (const nlohmann::json& j : gather_indexed(dist, requests.size(), mine, std::move(results), "designer round"))
+    out.push_back(design_attempt_from_json(j));
+  return out;
+}
+
+std::vector<std::string> write_hints_split(const DistributedContext& dist, const std::vector<std::string>& programs,
+                                           uint64_t seed, const HintWriterFn& local) {
+  const std::vector<size_t> mine = owned_indices(programs.size(), dist.rank(), dist.world_size());
+  std::vector<std::string> my_programs;
+  for (size_t i : mine) my_programs.push_back(programs[i]);
+  const std::vector<std::string> hints =
+      my_programs.empty() ? std::vector<std::string>{} : local(my_programs, rank_seed(dist, seed));
+  if (hints.size() != my_programs.size())
+    throw Error("hints: " + std::to_string(my_programs.size()) + " programs but " + std::to_string(hints.size()) +
+                " hints");
+  std::vector<std::string> out;
+  for (const nlohmann::json& j :
+       gather_indexed(dist, programs.size(), mine, std::vector<nlohmann::json>(hints.begin(), hints.end()), "hints"))
+    out.push_back(j.get<std::string>());
+  return out;
+}
+
 std::vector<rollout::EpisodeResult> play_groups_split(const DistributedContext& dist, rollout::PolicyRef policy,
                                                       envsandbox::EnvServer& server,
                                                       const std::vector<rollout::EpisodeSpec>& specs,
@@ -47,30 +131,14 @@ std::vector<rollout::EpisodeResult> play_groups_split(const DistributedContext& 
     for (int i = 0; i < group_size; ++i) mine.push_back(g * group_size + i);
   std::vector<rollout::EpisodeSpec> my_specs;
   for (size_t i : mine) my_specs.push_back(specs[i]);
-  std::vector<rollout::EpisodeResult> played;
+  std::vector<nlohmann::json> results;
   if (!my_specs.empty())
-    played = rollout::play_episodes(policy, server, my_specs, options, mix(seed ^ mix(dist.rank() + 1)));
-
-  nlohmann::json msg = {{"index", mine}, {"results", nlohmann::json::array()}};
-  for (const rollout::EpisodeResult& r : played) msg["results"].push_back(episode_to_json(r));
-  const std::vector<uint8_t> bytes = nlohmann::json::to_cbor(msg);
-  const std::vector<std::string> all = dist.all_gather_strings(std::string(bytes.begin(), bytes.end()));
-
-  std::vector<rollout::EpisodeResult> out(specs.size());
-  std::vector<bool> seen(specs.size(), false);
-  for (const std::string& part : all) {
-    const nlohmann::json j = nlohmann::json::from_cbor(part);
-    const std::vector<size_t> index = j.at("index").get<std::vector<size_t>>();
-    const nlohmann::json& results = j.at("results");
-    if (results.size() != index.size()) throw Error("play_groups_split: a rank sent unequal index/results");
-    for (size_t k = 0; k < index.size(); ++k) {
-      if (index[k] >= out.size() || seen[index[k]]) throw Error("play_groups_split: bad or repeated play index");
-      out[index[k]] = episode_from_json(results[k]);
-      seen[index[k]] = true;
-    }
-  }
-  for (size_t i = 0; i < seen.size(); ++i)
-    if (!seen[i]) throw Error("play_groups_split: play " + std::to_string(i) + " came back from no rank");
+    for (const rollout::EpisodeResult& r :
+         rollout::play_episodes(policy, server, my_specs, options, rank_seed(dist, seed)))
+      results.push_back(episode_to_json(r));
+  std::vector<rollout::EpisodeResult> out;
+  for (const nlohmann::json& j : gather_indexed(dist, specs.size(), mine, std::move(results), "play_groups_split"))
+    out.push_back(episode_from_json(j));
   return out;
 }
 

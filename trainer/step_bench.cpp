@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "trainer/device.h"
+#include "trainer/device_memory.h"
 #include "trainer/grpo_update.h"
 
 namespace spade::trainer {
@@ -118,6 +119,7 @@ StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedConte
   update.autocast = o.autocast;
   const std::vector<rollout::Sample> batch = synthetic_grpo_batch(c.vocab_size, o.batch, o.seq, 1.0, o.seed + 1);
   for (int s = 0; s < o.warmup_steps + o.steps; ++s) {
+    if (s == o.warmup_steps) reset_device_memory_peaks(device);  // peaks of the timed steps only
     const auto t0 = std::chrono::steady_clock::now();
     const UpdateStats st = grpo_update(model, optimizer, batch, update, dist);
     // .item() waits for the device's queued work (CUDA: a stream sync), so the time covers the step.
@@ -139,6 +141,10 @@ StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedConte
   r.tokens_per_s = static_cast<double>(r.tokens) / median;
   r.mfu = r.tokens_per_s * r.flops_per_token / (o.peak_tflops * 1e12);
   r.peak_rss_mb = static_cast<double>(peak_rss_bytes()) / (1 << 20);
+  if (const std::optional<DeviceMemoryPeaks> gpu = device_memory_peaks(device)) {
+    r.peak_gpu_allocated_mb = static_cast<double>(gpu->max_allocated_bytes) / (1 << 20);
+    r.peak_gpu_reserved_mb = static_cast<double>(gpu->max_reserved_bytes) / (1 << 20);
+  }
   return r;
 }
 

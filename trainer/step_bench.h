@@ -66,6 +66,8 @@ struct StepBenchResult {
   double tokens_per_s = 0;          // tokens / median step time
   double mfu = 0;                   // tokens_per_s * flops_per_token / (peak_tflops * 1e12)
   double peak_rss_mb = 0;           // process VmHWM (host memory; on the CPU: the whole step's peak)
+  double peak_gpu_allocated_mb = -1;  // CUDA: max allocated over the timed steps (device_memory.h); -1 elsewhere
+  double peak_gpu_reserved_mb = -1;   // CUDA: max reserved (caching allocator) over the timed steps; -1 elsewhere
   double pg_loss = 0, grad_norm = 0;  // first timed step (finite: checked)
   int64_t micro_batches = 0;
 };

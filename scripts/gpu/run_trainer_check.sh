@@ -88,7 +88,9 @@ print(f"device {r['device']}: {r['params']/1e9:.2f}B params, {r['batch']} x {r['
       f"{r['micro_batches']} micro-batches, autocast {r['autocast']}, checkpointing {r['activation_checkpointing']}")
 print(f"step {min(r['step_s']):.2f}-{max(r['step_s']):.2f} s  tokens/s {r['tokens_per_s']:.0f}  "
       f"MFU {100*r['mfu']:.1f}% (F = {r['flops_per_token']/1e9:.2f} GFLOP/token, peak {r['peak_tflops']} TFLOPS; target 35%)  "
-      f"peak GPU memory {peak/1024:.1f} GiB (nvidia-smi)  host VmHWM {r['peak_rss_mb']/1024:.1f} GiB")
+      f"peak GPU memory {peak/1024:.1f} GiB (nvidia-smi), allocator max allocated "
+      f"{r['peak_gpu_allocated_mb']/1024:.1f} GiB / reserved {r['peak_gpu_reserved_mb']/1024:.1f} GiB  "
+      f"host VmHWM {r['peak_rss_mb']/1024:.1f} GiB")
 print("MFU target met" if r["mfu"] >= 0.35 else "MFU BELOW the 35% target")
 PYEOF
 echo "done: $OUT"

@@ -83,7 +83,9 @@ TEST_P(ActivationCheckpointing, LossAndEveryGradientEqualTheStoredActivationBack
     // An expert no token was routed to has no gradient in either model (HF behaviour: unused experts
     // take no part in the graph); every other weight must get one through the checkpoint.
     ASSERT_EQ(ga.defined(), gb.defined()) << item.key();
-    if (item.key().find(".experts.") == std::string::npos) ASSERT_TRUE(gb.defined()) << item.key();
+    if (item.key().find(".experts.") == std::string::npos) {
+      ASSERT_TRUE(gb.defined()) << item.key();
+    }
     if (!ga.defined()) continue;
     EXPECT_GT(ga.abs().max().item<double>(), 0.0) << item.key();
     EXPECT_LE((ga - gb).abs().max().item<double>(), 1e-6) << item.key();
@@ -102,8 +104,9 @@ TEST_P(ActivationCheckpointing, GradientsAccumulateOverTwoBackwardsLikeThePlainM
   auto b = ckpt->named_parameters();
   for (const auto& item : plain->named_parameters()) {
     ASSERT_EQ(item.value().grad().defined(), b[item.key()].grad().defined()) << item.key();
-    if (item.value().grad().defined())
+    if (item.value().grad().defined()) {
       EXPECT_LE((item.value().grad() - b[item.key()].grad()).abs().max().item<double>(), 2e-6) << item.key();
+    }
   }
 }
 

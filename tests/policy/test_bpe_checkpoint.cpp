@@ -33,7 +33,7 @@ TEST(BpeCheckpoint, SaveCopiesTokenizerJsonAndConfig) {
   for (int b = 0; b < 256; ++b) {
     const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
     const int cp = printable ? b : 256 + extra++;
-    char buf[16];
+    char buf[32];
     std::snprintf(buf, sizeof(buf), "\"\\u%04x\": %d", cp, b);
     vocab += (b ? "," : "") + std::string(buf);
   }

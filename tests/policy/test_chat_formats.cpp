@@ -1,6 +1,7 @@
 // Chat formats rendered natively (issue 4), checked against the strings the families' published
-// chat templates produce for the same conversations (Qwen3 tokenizer_config.json chat_template,
+// chat templates produce for the same conversations (Qwen3 and Qwen2.5 tokenizer_config.json chat_template,
 // Meta Llama 3 model card "prompt format", Llama 2 chat template, Mistral-7B-Instruct-v0.1 template).
+// (The same templates rendered by @huggingface/jinja from the real files: test_real_tokenizers.cpp.)
 #include <gtest/gtest.h>
 
 #include "common/error.h"
@@ -51,6 +52,39 @@ TEST(ChatFormats, QwenToolsCallsAndResponses) {
             "<|im_start|>assistant\n");
 }
 
+// Qwen2.5 template (data/tokenizers/qwen2_5/tokenizer_config.json, read by hand): no system message ->
+// its default one; assistant history kept verbatim (<think> included); no thinking switch; with tools and
+// no system message the tools block follows the default system message + "\n\n".
+TEST(ChatFormats, Qwen2DefaultSystemVerbatimHistoryAndTools) {
+  const std::string sys = "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+  std::vector<RichMessage> m = {{"user", "a", {}}, {"assistant", "<think>\nreason\n</think>\n\nanswer", {}},
+                                {"user", "b", {}}};
+  ChatRenderOptions o;
+  o.enable_thinking = false;  // not part of the Qwen2.5 template: ignored
+  EXPECT_EQ(render_chat(ChatFormat::kQwen2, m, o),
+            sys + "<|im_end|>\n<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\n<think>\nreason\n</think>\n\n"
+                  "answer<|im_end|>\n<|im_start|>user\nb<|im_end|>\n<|im_start|>assistant\n");
+  // With a system message it is used instead, and kQwen2 equals kChatML on kConv (no reasoning in it).
+  EXPECT_EQ(render_chat(ChatFormat::kQwen2, kConv), render_chat(ChatFormat::kChatML, kConv));
+  // Another default system text (Qwen2's, chatml_default_system of its template).
+  ChatRenderOptions q2;
+  q2.default_system = "You are a helpful assistant.";
+  EXPECT_EQ(render_chat(ChatFormat::kQwen2, {{"user", "a", {}}}, q2),
+            "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\na<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  ChatRenderOptions t;
+  t.tools = {nlohmann::ordered_json::parse(R"({"name": "f"})")};
+  t.add_generation_prompt = false;
+  EXPECT_EQ(render_chat(ChatFormat::kQwen2, {{"user", "a", {}}}, t),
+            sys + "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+                  "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+                  "{\"name\": \"f\"}\n</tools>\n\nFor each function call, return a json object with function name and "
+                  "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
+                  "\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n<|im_start|>user\na<|im_end|>\n");
+  EXPECT_EQ(end_of_turn(ChatFormat::kQwen2), "<|im_end|>");
+  EXPECT_STREQ(chat_format_name(ChatFormat::kQwen2), "qwen2");
+}
+
 TEST(ChatFormats, Llama3) {
   EXPECT_EQ(render_chat(ChatFormat::kLlama3, kConv),
             "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are helpful.<|eot_id|>"
@@ -89,6 +123,27 @@ TEST(ChatFormats, DetectFromTokenizerConfig) {
                                                                     json{{"name", "default"}, {"template", "<|im_start|>"}}})}}),
             ChatFormat::kChatML);
   EXPECT_EQ(detect_chat_format(json::object(), "qwen3_moe"), ChatFormat::kChatML);
+  EXPECT_EQ(detect_chat_format(json::object(), "qwen3"), ChatFormat::kChatML);
+  EXPECT_EQ(detect_chat_format(json::object(), "qwen2"), ChatFormat::kQwen2);
+  // Template markers win over model_type: excerpts of the Qwen2.5 and Qwen3 templates (their
+  // no-tools system branches, copied from data/tokenizers/*/tokenizer_config.json).
+  const std::string qwen25 =
+      "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + "
+      "'<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a "
+      "helpful assistant.<|im_end|>\\n' }}{%- endif %}";
+  const std::string qwen3 =
+      "{%- if tools %}{{- '<|im_start|>system\\n' }}{%- if messages[0].role == 'system' %}{{- messages[0].content "
+      "+ '\\n\\n' }}{%- endif %}{%- else %}{%- if messages[0].role == 'system' %}{{- '<|im_start|>system\\n' + "
+      "messages[0].content + '<|im_end|>\\n' }}{%- endif %}{%- endif %}";
+  EXPECT_EQ(detect_chat_format(json{{"chat_template", qwen25}}, "qwen3"), ChatFormat::kQwen2);
+  EXPECT_EQ(detect_chat_format(json{{"chat_template", qwen3}}, "qwen2"), ChatFormat::kChatML);
+  EXPECT_EQ(chatml_default_system(json{{"chat_template", qwen25}}), kQwen25DefaultSystem);
+  EXPECT_EQ(chatml_default_system(json{{"chat_template", qwen3}}), "");
+  EXPECT_EQ(chatml_default_system(json::object()), "");
+  // Jinja escapes decoded (by hand: \' -> ', \n -> newline); a real newline after "system" also opens it.
+  EXPECT_EQ(chatml_default_system(json{{"chat_template", "{{ '<|im_start|>system\\nIt\\'s me.\\nHi<|im_end|>' }}"}}),
+            "It's me.\nHi");
+  EXPECT_EQ(chatml_default_system(json{{"chat_template", "<|im_start|>system\nBe nice.<|im_end|>"}}), "Be nice.");
   EXPECT_EQ(detect_chat_format(json::object(), "llama", 128256), ChatFormat::kLlama3);
   EXPECT_EQ(detect_chat_format(json::object(), "llama", 32000), ChatFormat::kLlama2);
   EXPECT_EQ(end_of_turn(ChatFormat::kLlama3), "<|eot_id|>");

@@ -31,7 +31,8 @@ Tokenizer tiny_tokenizer(const std::string& name, const std::vector<std::string>
 
 const std::vector<std::string>& specials_of(ChatFormat f) {
   switch (f) {
-    case ChatFormat::kChatML: return spade::fixtures::kChatMLSpecials;
+    case ChatFormat::kChatML:
+    case ChatFormat::kQwen2: return spade::fixtures::kChatMLSpecials;
     case ChatFormat::kLlama3: return spade::fixtures::kLlama3Specials;
     default: return spade::fixtures::kLlama2Specials;
   }
@@ -53,7 +54,8 @@ std::string assistant_text(ChatFormat f, const std::string& a) {
   return a;                                              // a has no outer whitespace (Llama 3 trim is a no-op)
 }
 
-const ChatFormat kAll[] = {ChatFormat::kChatML, ChatFormat::kLlama3, ChatFormat::kLlama2, ChatFormat::kMistral};
+const ChatFormat kAll[] = {ChatFormat::kChatML, ChatFormat::kQwen2, ChatFormat::kLlama3, ChatFormat::kLlama2,
+                           ChatFormat::kMistral};
 
 }  // namespace
 
@@ -83,9 +85,9 @@ TEST(ChatTemplate, AppendedTurnsEqualFullRenderingInEveryFormat) {
     EXPECT_EQ(tok.decode(incremental), render_chat(f, rich(all)));
     EXPECT_EQ(chat.render_text(all, true), render_chat(f, rich(all)));
 
-    // End-of-turn ids: one per finished message, none injected by the text (hand count: ChatML and
-    // Llama 3 close all 6 messages; Llama 2 / Mistral close only the 2 assistant turns).
-    const int64_t expected_eot = (f == ChatFormat::kChatML || f == ChatFormat::kLlama3) ? 6 : 2;
+    // End-of-turn ids: one per finished message, none injected by the text (hand count: ChatML, Qwen2
+    // and Llama 3 close all 6 messages; Llama 2 / Mistral close only the 2 assistant turns).
+    const int64_t expected_eot = (is_chatml_family(f) || f == ChatFormat::kLlama3) ? 6 : 2;
     EXPECT_EQ(count(incremental, chat.eos_id()), expected_eot);
     EXPECT_EQ(chat.close_turn_ids(), Ids{chat.eos_id()});
     EXPECT_EQ(tok.piece(chat.eos_id()), end_of_turn(f));
@@ -157,6 +159,33 @@ TEST(ChatTemplate, QwenThinkingHistoryMatchesRenderChat) {
   EXPECT_EQ(cm.decode(chat.render(m, true)), render_chat(ChatFormat::kChatML, rich(m)));
 }
 
+// Qwen2 (Qwen2.5's template, read by hand from data/tokenizers/qwen2_5/tokenizer_config.json): without a
+// system message the conversation starts with the default one; the reasoning of earlier assistant turns
+// is kept; appending turns still equals the whole rendering.
+TEST(ChatTemplate, Qwen2DefaultSystemAndVerbatimHistory) {
+  Tokenizer cm = tiny_tokenizer("qwen2", spade::fixtures::kChatMLSpecials);
+  ChatTemplate chat(cm, ChatFormat::kQwen2);
+  EXPECT_EQ(chat.default_system(), "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+  EXPECT_EQ(chat.im_start_id(), cm.token_id("<|im_start|>"));
+  EXPECT_EQ(chat.eos_id(), cm.token_id("<|im_end|>"));
+  const std::string sys = "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n";
+  EXPECT_EQ(cm.decode(chat.render({}, false)), sys);
+  const std::string a = "<think>\nreason\n</think>\n\nanswer";
+  Ids incremental = chat.render({{"user", "a"}}, true);
+  EXPECT_EQ(cm.decode(incremental), sys + "<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\n");
+  append(incremental, cm.encode(a));
+  incremental.push_back(chat.eos_id());
+  append(incremental, chat.ids_for_turn("user", "b"));
+  const std::vector<ChatMessage> all = {{"user", "a"}, {"assistant", a}, {"user", "b"}};
+  EXPECT_EQ(incremental, chat.render(all, true));
+  EXPECT_EQ(cm.decode(incremental), sys + "<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\n" + a +
+                                        "<|im_end|>\n<|im_start|>user\nb<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(chat.render_text(all, true), cm.decode(incremental));
+  // A leading system message replaces the default: then Qwen2 and ChatML agree on reasoning-free turns.
+  const std::vector<ChatMessage> with_sys = {{"system", "S"}, {"user", "a"}, {"assistant", "x"}, {"tool", "r"}};
+  EXPECT_EQ(chat.render(with_sys, true), ChatTemplate(cm).render(with_sys, true));
+}
+
 TEST(ChatTemplate, ErrorsNameTheFormatAndToken) {
   Tokenizer cm = tiny_tokenizer("err_chatml", spade::fixtures::kChatMLSpecials);
   std::string e = error_of([&] { ChatTemplate(cm, ChatFormat::kLlama3); });
@@ -214,6 +243,29 @@ TEST(ChatTemplate, ForCheckpointDetectsTheFormat) {
   d = dir_with("none", spade::fixtures::kChatMLSpecials, "", "");
   Tokenizer t4 = Tokenizer::load_dir(d);
   EXPECT_EQ(ChatTemplate::for_checkpoint(d, t4).format(), ChatFormat::kChatML);
+  EXPECT_EQ(ChatTemplate::for_checkpoint(d, t4).default_system(), "");
+  // A ChatML template with a literal default system turn (Qwen2-Instruct's "You are a helpful
+  // assistant.") -> Qwen2 with that text, whatever model_type says.
+  using spade::fixtures::kChatMLSpecials;
+  d = dir_with("qwen2_template", kChatMLSpecials,
+               R"({"chat_template": "{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a )"
+               R"(helpful assistant.<|im_end|>\n' }}{% endif %}"})",
+               R"({"model_type": "qwen3"})");
+  Tokenizer t6 = Tokenizer::load_dir(d);
+  ChatTemplate q2 = ChatTemplate::for_checkpoint(d, t6);
+  EXPECT_EQ(q2.format(), ChatFormat::kQwen2);
+  EXPECT_EQ(q2.default_system(), "You are a helpful assistant.");
+  EXPECT_EQ(t6.decode(q2.render({{"user", "hi"}}, false)),
+            "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n");
+  // No template, model_type qwen2 (Qwen2 / Qwen2.5 checkpoints) -> Qwen2 with Qwen2.5's default;
+  // model_type qwen3 -> ChatML.
+  d = dir_with("qwen2_config", kChatMLSpecials, "", R"({"model_type": "qwen2"})");
+  Tokenizer t7 = Tokenizer::load_dir(d);
+  EXPECT_EQ(ChatTemplate::for_checkpoint(d, t7).format(), ChatFormat::kQwen2);
+  EXPECT_EQ(ChatTemplate::for_checkpoint(d, t7).default_system(), kQwen25DefaultSystem);
+  d = dir_with("qwen3_config", kChatMLSpecials, "", R"({"model_type": "qwen3"})");
+  Tokenizer t8 = Tokenizer::load_dir(d);
+  EXPECT_EQ(ChatTemplate::for_checkpoint(d, t8).format(), ChatFormat::kChatML);
   // Detected ChatML but a Llama 3 tokenizer: the error names the format, the token and the directory.
   d = dir_with("mismatch", kLlama3Specials, "", "");
   Tokenizer t5 = Tokenizer::load_dir(d);

@@ -154,6 +154,29 @@ TEST(Sampler, TopPAndMinPKeepOnlyLikelyTokens) {
   for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(a[i].tokens, b[i].tokens);
 }
 
+// Top-k: every draw is one of the k highest teacher-forced logits (rank = number of strictly larger
+// logits < k), and at a high temperature not always the first (the draw is random among them).
+TEST(Sampler, TopKDrawsOnlyAmongTheKMostLikely) {
+  Transformer m = model();
+  SamplingParams p;
+  p.temperature = 3.0;
+  p.top_k = 3;
+  p.top_p = 1.0;
+  p.max_new_tokens = 12;
+  auto r = generate(m, kPrompts, p, 17);
+  bool any_not_first = false;
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    auto logits = teacher_forced(m, kPrompts[i], r[i].tokens);
+    for (size_t t = 0; t < r[i].tokens.size(); ++t) {
+      const float own = logits[t][r[i].tokens[t]].item<float>();
+      const int64_t rank = (logits[t] > own).sum().item<int64_t>();
+      EXPECT_LT(rank, 3) << "prompt " << i << " token " << t;
+      any_not_first |= rank > 0;
+    }
+  }
+  EXPECT_TRUE(any_not_first);
+}
+
 TEST(Sampler, RejectsBadInput) {
   Transformer m = model();
   SamplingParams p;

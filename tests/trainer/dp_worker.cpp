@@ -6,6 +6,10 @@
 //   {"rank", "world_size", "initial": [...], "params": [...], "steps": [{stats}...]}
 // where the parameter arrays are every parameter flattened in model->parameters() order.
 // Usage: trainer_dp_worker OUT.json AGG_MODE [BUCKET_BYTES]
+// With AGG_MODE "split" it instead runs the designer-phase exchanges of trainer/selfplay_dp.h
+// (design_round_split over 5 requests, write_hints_split over 3 programs) with local functions that
+// record which rank ran what with which seed, and writes {"rank","world_size","attempts","hints",
+// "seed_used"} (attempts as design_attempt_to_json).
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
@@ -16,6 +20,7 @@
 #include "tests/testing/random_model.h"
 #include "trainer/distributed.h"
 #include "trainer/grpo_update.h"
+#include "trainer/selfplay_dp.h"
 
 using namespace spade;
 
@@ -54,6 +59,57 @@ nlohmann::json flat_params(policy::Transformer& model) {
   return all;
 }
 
+// The "split" mode: each local function tags its output with the rank and seed it ran with.
+int run_split(const trainer::DistributedContext& dist, const std::string& out_path) {
+  std::vector<rollout::DesignRequest> requests;
+  for (int i = 0; i < 5; ++i) {
+    rollout::DesignRequest r;
+    r.slot = i;
+    r.attempt = 1;
+    r.skill = i % 2 ? "logic" : "math";
+    r.doc_id = "doc" + std::to_string(10 + i);
+    r.chat = {{"system", "s"}, {"user", "prompt " + std::to_string(i)}};
+    requests.push_back(r);
+  }
+  nlohmann::json seeds = nlohmann::json::object();
+  const auto local_round = [&](const std::vector<rollout::DesignRequest>& mine, uint64_t seed) {
+    seeds["designer"] = seed;
+    std::vector<rollout::DesignAttempt> out;
+    for (const rollout::DesignRequest& r : mine) {
+      rollout::DesignAttempt a;
+      a.slot = r.slot;
+      a.attempt = r.attempt;
+      a.skill = r.skill;
+      a.doc_id = r.doc_id;
+      a.code = "class Game:  # by rank " + std::to_string(dist.rank()) + " from '" + r.chat[1].content + "'";
+      a.report.admitted = r.slot % 2 == 0;
+      a.report.reason = a.report.admitted ? "ok" : "no_env_class";
+      a.report.gates.push_back({"load", a.report.admitted ? "pass" : "fail", a.report.reason, "detail", 0.125});
+      a.sample.role = rollout::Role::Designer;
+      a.sample.append_context({1, 2, 3});
+      a.sample.append_sampled({4 + r.slot, 5}, {-0.1f * (r.slot + 1), -1.0f / 3.0f});  // non-dyadic floats
+      out.push_back(std::move(a));
+    }
+    return out;
+  };
+  const auto local_hints = [&](const std::vector<std::string>& programs, uint64_t seed) {
+    seeds["hints"] = seed;
+    std::vector<std::string> out;
+    for (const std::string& p : programs) out.push_back("hint for " + p + " by rank " + std::to_string(dist.rank()));
+    return out;
+  };
+  nlohmann::json out;
+  out["rank"] = dist.rank();
+  out["world_size"] = dist.world_size();
+  out["attempts"] = nlohmann::json::array();
+  for (const rollout::DesignAttempt& a : trainer::design_round_split(dist, requests, 1234, local_round))
+    out["attempts"].push_back(trainer::design_attempt_to_json(a));
+  out["hints"] = trainer::write_hints_split(dist, {"p0", "p1", "p2"}, 99, local_hints);
+  out["seed_used"] = seeds;
+  std::ofstream(out_path) << out.dump();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -65,8 +121,9 @@ int main(int argc, char** argv) {
     trainer::DistributedOptions dopt;
     dopt.backend = "gloo";
     dopt.timeout_s = 120;
-    if (argc > 3) dopt.bucket_bytes = std::stoll(argv[3]);
+    if (argc > 3 && std::stoll(argv[3]) > 0) dopt.bucket_bytes = std::stoll(argv[3]);
     trainer::DistributedContext dist(trainer::distributed_env_from_process(), dopt);
+    if (std::string(argv[2]) == "split") return run_split(dist, argv[1]);
 
     policy::Transformer model = fixtures::random_model("qwen3");  // sets 2 intra-op threads
     at::set_num_threads(1);

@@ -20,6 +20,7 @@
 #include "common/error.h"
 #include "trainer/distributed.h"
 #include "trainer/launch_local.h"
+#include "trainer/selfplay_dp.h"
 
 extern char** environ;
 
@@ -285,6 +286,60 @@ TEST(DistributedBuckets, GroupByDtypeUpToTheByteCap) {
 TEST(DistributedGrpo, TwoRanksMatchOneRankSeqMeanTokenMean) { expect_two_ranks_match_one("seq_mean_token_mean"); }
 
 TEST(DistributedGrpo, TwoRanksMatchOneRankTokenMean) { expect_two_ranks_match_one("token_mean"); }
+
+// The designer phase split across 2 ranks (trainer/selfplay_dp.h): request i of a round and program
+// i of the hints run on rank i mod 2, each rank with its own seed; every rank gets every result, in
+// order, exactly (the attempts' float logprobs bit for bit).
+TEST(DistributedDesigner, RoundsAndHintsSplitByIndexAndGatheredInOrder) {
+  const std::vector<nlohmann::json> two = run_workers(2, "split", 0, fs::path(SPADE_TEST_TMP) / "dp_split");
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0]["attempts"], two[1]["attempts"]);
+  EXPECT_EQ(two[0]["hints"], two[1]["hints"]);
+  const nlohmann::json& attempts = two[0]["attempts"];
+  ASSERT_EQ(attempts.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    const nlohmann::json& a = attempts[i];
+    EXPECT_EQ(a["slot"], i);
+    EXPECT_EQ(a["doc_id"], "doc" + std::to_string(10 + i));
+    EXPECT_EQ(a["code"], "class Game:  # by rank " + std::to_string(i % 2) + " from 'prompt " + std::to_string(i) + "'");
+    EXPECT_EQ(a["report"]["admitted"], i % 2 == 0);
+    EXPECT_EQ(a["report"]["gates"][0]["seconds"], 0.125);
+    // The worker wrote -0.1f * (i + 1) and -1/3 as float: compare after the float round trip.
+    const nlohmann::json& lp = a["sample"]["rollout_logprobs"];
+    ASSERT_EQ(lp.size(), 5u) << a.dump();
+    EXPECT_EQ(lp[3].get<float>(), -0.1f * static_cast<float>(i + 1));
+    EXPECT_EQ(lp[4].get<float>(), -1.0f / 3.0f);
+  }
+  EXPECT_EQ(two[1]["hints"], nlohmann::json({"hint for p0 by rank 0", "hint for p1 by rank 1", "hint for p2 by rank 0"}));
+  // Each rank sampled with its own seed (rank_seed): different from each other and from the round seed.
+  const uint64_t s0 = two[0]["seed_used"]["designer"], s1 = two[1]["seed_used"]["designer"];
+  EXPECT_NE(s0, s1);
+  EXPECT_NE(s0, 1234u);
+  EXPECT_NE(two[0]["seed_used"]["hints"], two[1]["seed_used"]["hints"]);
+  // One process: the local functions see every item with the given seed, unchanged.
+  const std::vector<nlohmann::json> one = run_workers(1, "split", 0, fs::path(SPADE_TEST_TMP) / "dp_split1");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0]["seed_used"]["designer"], 1234u);
+  EXPECT_EQ(one[0]["seed_used"]["hints"], 99u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(one[0]["attempts"][i]["code"], "class Game:  # by rank 0 from 'prompt " + std::to_string(i) + "'");
+}
+
+TEST(DistributedDesigner, GatherIndexedNamesWhatIsMissing) {
+  const DistributedContext single;
+  EXPECT_EQ(gather_indexed(single, 3, {2, 0, 1}, {"c", "a", "b"}, "x"), std::vector<nlohmann::json>({"a", "b", "c"}));
+  auto err = [&](size_t n, std::vector<size_t> mine, std::vector<nlohmann::json> res) {
+    try {
+      gather_indexed(single, n, mine, res, "hints");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(err(3, {0, 1}, {"a", "b"}), "hints: item 2 came back from no rank");
+  EXPECT_EQ(err(2, {0, 0}, {"a", "b"}), "hints: bad or repeated index 0");
+  EXPECT_EQ(err(2, {0, 5}, {"a", "b"}), "hints: bad or repeated index 5");
+  EXPECT_EQ(err(2, {0, 1}, {"a"}), "hints: 2 indices but 1 results");
+}
 
 // `spade train --nproc 2` end to end on the tiny config of test_train.cpp (issue 5): 2 self-play
 // steps where seed environments fill the designer's empty slots (a random model writes no valid

@@ -1,0 +1,29 @@
+#include "trainer/device_memory.h"
+
+#ifdef SPADE_CUDA_ALLOCATOR_STATS
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+namespace spade::trainer {
+
+std::optional<DeviceMemoryPeaks> device_memory_peaks(const c10::Device& device) {
+#ifdef SPADE_CUDA_ALLOCATOR_STATS
+  if (!device.is_cuda()) return std::nullopt;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.has_index() ? device.index() : 0);
+  // Index 0 of the per-pool arrays is StatType::AGGREGATE (all pools) in LibTorch 1.13 and 2.x alike.
+  return DeviceMemoryPeaks{stats.allocated_bytes[0].peak, stats.reserved_bytes[0].peak};
+#else
+  (void)device;
+  return std::nullopt;
+#endif
+}
+
+void reset_device_memory_peaks(const c10::Device& device) {
+#ifdef SPADE_CUDA_ALLOCATOR_STATS
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.has_index() ? device.index() : 0);
+#else
+  (void)device;
+#endif
+}
+
+}  // namespace spade::trainer
