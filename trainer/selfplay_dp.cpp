@@ -82,38 +82,40 @@ rollout::DesignAttempt design_attempt_from_json(const nlohmann::json& j) {
   return a;
 }
 
+namespace {
+// The shape of every split below: this rank runs `local(its items, rank_seed(seed))` on items[mine]
+// (nothing when it owns none), and every rank gets all results back in item order through JSON.
+// One process: local(items, seed) itself, without the exchange.
+template <class In, class Local, class ToJson, class FromJson>
+auto split_and_gather(const DistributedContext& dist, const std::vector<In>& items, const std::vector<size_t>& mine,
+                      uint64_t seed, const Local& local, const ToJson& to_json, const FromJson& from_json,
+                      const std::string& what) -> decltype(local(items, seed)) {
+  if (!dist.active()) return local(items, seed);
+  std::vector<In> my_items;
+  for (size_t i : mine) my_items.push_back(items[i]);
+  std::vector<nlohmann::json> results;
+  if (!my_items.empty())
+    for (const auto& r : local(my_items, rank_seed(dist, seed))) results.push_back(to_json(r));
+  decltype(local(items, seed)) out;
+  for (const nlohmann::json& j : gather_indexed(dist, items.size(), mine, std::move(results), what))
+    out.push_back(from_json(j));
+  return out;
+}
+}  // namespace
+
 std::vector<rollout::DesignAttempt> design_round_split(const DistributedContext& dist,
                                                        const std::vector<rollout::DesignRequest>& requests,
                                                        uint64_t seed, const rollout::DesignRoundFn& local) {
-  if (!dist.active()) return local(requests, seed);
-  const std::vector<size_t> mine = owned_indices(requests.size(), dist.rank(), dist.world_size());
-  std::vector<rollout::DesignRequest> my_requests;
-  for (size_t i : mine) my_requests.push_back(requests[i]);
-  std::vector<nlohmann::json> results;
-  if (!my_requests.empty())
-    for (const rollout::DesignAttempt& a : local(my_requests, rank_seed(dist, seed)))
-      results.push_back(design_attempt_to_json(a));
-  std::vector<rollout::DesignAttempt> out;
-  for (const nlohmann::json& j : gather_indexed(dist, requests.size(), mine, std::move(results), "designer round"))
-    out.push_back(design_attempt_from_json(j));
-  return out;
+  return split_and_gather(dist, requests, owned_indices(requests.size(), dist.rank(), dist.world_size()), seed, local,
+                          design_attempt_to_json, design_attempt_from_json, "designer round");
 }
 
 std::vector<std::string> write_hints_split(const DistributedContext& dist, const std::vector<std::string>& programs,
                                            uint64_t seed, const HintWriterFn& local) {
-  const std::vector<size_t> mine = owned_indices(programs.size(), dist.rank(), dist.world_size());
-  std::vector<std::string> my_programs;
-  for (size_t i : mine) my_programs.push_back(programs[i]);
-  const std::vector<std::string> hints =
-      my_programs.empty() ? std::vector<std::string>{} : local(my_programs, rank_seed(dist, seed));
-  if (hints.size() != my_programs.size())
-    throw Error("hints: " + std::to_string(my_programs.size()) + " programs but " + std::to_string(hints.size()) +
-                " hints");
-  std::vector<std::string> out;
-  for (const nlohmann::json& j :
-       gather_indexed(dist, programs.size(), mine, std::vector<nlohmann::json>(hints.begin(), hints.end()), "hints"))
-    out.push_back(j.get<std::string>());
-  return out;
+  return split_and_gather(
+      dist, programs, owned_indices(programs.size(), dist.rank(), dist.world_size()), seed, local,
+      [](const std::string& hint) { return nlohmann::json(hint); },
+      [](const nlohmann::json& j) { return j.get<std::string>(); }, "hints");
 }
 
 std::vector<rollout::EpisodeResult> play_groups_split(const DistributedContext& dist, rollout::PolicyRef policy,
@@ -125,21 +127,13 @@ std::vector<rollout::EpisodeResult> play_groups_split(const DistributedContext& 
   if (group_size < 1 || specs.size() % static_cast<size_t>(group_size) != 0)
     throw Error("play_groups_split: " + std::to_string(specs.size()) + " plays are not whole groups of " +
                 std::to_string(group_size));
-  const size_t groups = specs.size() / group_size;
   std::vector<size_t> mine;  // spec indices of this rank's groups
-  for (size_t g : owned_indices(groups, dist.rank(), dist.world_size()))
+  for (size_t g : owned_indices(specs.size() / group_size, dist.rank(), dist.world_size()))
     for (int i = 0; i < group_size; ++i) mine.push_back(g * group_size + i);
-  std::vector<rollout::EpisodeSpec> my_specs;
-  for (size_t i : mine) my_specs.push_back(specs[i]);
-  std::vector<nlohmann::json> results;
-  if (!my_specs.empty())
-    for (const rollout::EpisodeResult& r :
-         rollout::play_episodes(policy, server, my_specs, options, rank_seed(dist, seed)))
-      results.push_back(episode_to_json(r));
-  std::vector<rollout::EpisodeResult> out;
-  for (const nlohmann::json& j : gather_indexed(dist, specs.size(), mine, std::move(results), "play_groups_split"))
-    out.push_back(episode_from_json(j));
-  return out;
+  const auto local = [&](const std::vector<rollout::EpisodeSpec>& my_specs, uint64_t s) {
+    return rollout::play_episodes(policy, server, my_specs, options, s);
+  };
+  return split_and_gather(dist, specs, mine, seed, local, episode_to_json, episode_from_json, "play_groups_split");
 }
 
 std::vector<rollout::Sample> batch_share(const DistributedContext& dist, const std::vector<rollout::Sample>& batch,

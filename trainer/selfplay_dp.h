@@ -55,7 +55,8 @@ using HintWriterFn = std::function<std::vector<std::string>(const std::vector<st
 
 /// The hints split across ranks: program i is handled here when i mod W == rank, by
 /// `local(my programs, rank_seed(seed))`; returns every program's hint in order, on every rank.
-/// World size 1: exactly local(programs, seed). Throws spade::Error when `local` returns a wrong count.
+/// World size 1: exactly local(programs, seed). Data parallel: throws spade::Error when `local` returns
+/// a wrong count (gather_indexed).
 std::vector<std::string> write_hints_split(const DistributedContext& dist, const std::vector<std::string>& programs,
                                            uint64_t seed, const HintWriterFn& local);
 
