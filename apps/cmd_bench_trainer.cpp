@@ -216,10 +216,11 @@ std::string fmt_double(double v) {
   return s.str();
 }
 
-/// apps/main.cpp's mallopt(M_MMAP_THRESHOLD, 1 GiB) and mallopt(M_TRIM_THRESHOLD, 1 GiB) as glibc
-/// tunables, so a Python process can run with the same allocator behaviour (--same-malloc).
+/// apps/main.cpp's mallopt(M_MMAP_THRESHOLD, 1 GiB) and mallopt(M_TRIM_THRESHOLD, -1) (never trim) as
+/// glibc tunables (the trim threshold at SIZE_MAX), so a Python process can run with the same allocator
+/// behaviour (--same-malloc).
 constexpr const char* kOurMallocTunables =
-    "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824";
+    "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=18446744073709551615";
 
 /// The Python side: one process (environment prefix `env`, e.g. kOurMallocTunables), same checkpoint, batch and hyper-parameters; parses its JSON line.
 nlohmann::json run_reference(const std::string& env, const std::string& python, const std::string& script, const std::string& ckpt,

@@ -20,9 +20,13 @@ int main(int argc, char** argv) {
   }
   // Keep large tensors (logits of a micro-batch are ~100 MB) on the heap so freed blocks are reused:
   // glibc's default maps every allocation over 32 MB afresh, and the page faults of zeroing it cost
-  // a third of the training step's CPU time on this 2-core machine (measured: bench/RESULTS.md).
+  // a third of the training step's CPU time on this 2-core machine (measured: bench/RESULTS.md). And
+  // never give the top of the heap back (-1 disables trimming, mallopt(3)): a training step frees
+  // more than any finite threshold we would pick (~1-2 GiB at the bench shapes), and returning it with
+  // brk only to fault it in again next step cost ~100 brk calls and ~290k page faults a step. Memory
+  // stays at the step's high-water mark, as with PyTorch's CUDA caching allocator.
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, -1);
 
   CLI::App app{"spade: training LLMs by self-play (SPADE) and scoring them in SWE-Duel matches"};
   app.require_subcommand(1);

@@ -2,7 +2,8 @@
 // fp32, the decoder of transformer.cpp written as loops over raw buffers (llama2.c style) with the
 // matrix products handed to BLAS directly. A decode step of a small model is dominated by per-op
 // overhead, not arithmetic: the generic path issues ~30 ATen ops per layer (dispatch, allocation,
-// OpenMP regions); this one issues ~7 BLAS calls per layer plus 2 small ones per (row, kv head).
+// OpenMP regions); this one issues ~7 BLAS calls per layer, and the attention of each (row, kv head)
+// is policy/cpu_attention.h's fused kernel.
 //
 // Numerics are decoder_layer()'s (HF modeling_llama / qwen2 / qwen3): RMSNorm in fp32, rotate-half
 // RoPE with fp32 angles, GQA with kv head j serving query heads j*g .. j*g+g-1, scale 1/sqrt(head_dim),
@@ -13,10 +14,10 @@
 #include <dlfcn.h>
 
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "common/error.h"
+#include "policy/cpu_attention.h"
 #include "policy/torch_compat.h"
 #include "policy/transformer.h"
 
@@ -41,22 +42,26 @@ namespace {
 
 /// OpenBLAS runs a call on all its threads once the product is large enough by its own rule (e.g. a
 /// matrix-vector product of >= 9216 elements), and its pthread workers then spin (sched_yield) between
-/// calls. A decode step is a chain of small calls, where waking and spinning the second thread costs
-/// more than it saves (measured on the 2-vCPU bench machine with OpenBLAS 0.3.21: a 256x256 gemv takes
-/// 3.4 us on one thread, 7.4 us on two; 768x768: 45 vs 54 us; bench/RESULTS.md). So calls below
-/// kSerialFlops run single-threaded; larger ones (the output projection of a large vocabulary, batched
-/// rows) keep OpenBLAS's choice. Attention products are always serial (its parallelism is over pairs).
-/// The thread count is process-wide in OpenBLAS: while such a call runs, BLAS calls of other threads are
-/// single-threaded too (spade samples and trains in one thread). Found at run time (dlsym), so another
-/// BLAS simply keeps its own threading.
+/// calls. A decode step is a chain of small calls, where waking the second thread can cost more than it
+/// saves. Rules (measured on the 2-vCPU bench machine, OpenBLAS 0.3.21, quiet; bench/RESULTS.md):
+///  - a matrix-vector product (one row) over a weight of >= kThreadedGemvBytes keeps OpenBLAS's
+///    threads: it is bound by memory bandwidth, and two threads stream ~21-23 GB/s where one reaches
+///    ~12 GB/s (768x768 and 2048x768 weights out of cache); at 100M parameters this took batch-1 decode
+///    from 29 to 40-45 tokens/s. Below it the weight is cache-resident and one thread is as fast.
+///  - a product of several rows below kSerialFlops runs single-threaded (a batch-16 256x256 product
+///    is ~2 MFLOP, tens of microseconds); larger ones keep OpenBLAS's choice.
+/// The thread count is process-wide in OpenBLAS: while a serial call runs, BLAS calls of other threads
+/// are single-threaded too (spade samples and trains in one thread). Found at run time (dlsym), so
+/// another BLAS simply keeps its own threading.
 constexpr double kSerialFlops = 8e6;
+constexpr double kThreadedGemvBytes = 256.0 * 1024;
 
 class SerialBlas {
  public:
-  explicit SerialBlas(double flops) {
+  explicit SerialBlas(bool serial) {
     static const auto set = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
     static const auto get = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-    if (flops >= kSerialFlops || !set || !get) return;
+    if (!serial || !set || !get) return;
     set_ = set;
     saved_ = get();
     if (saved_ > 1) set_(1);
@@ -88,18 +93,12 @@ void gemm_nt(int M, int N, int K, float alpha, const float* a, int lda, const fl
   sgemm_("T", "N", &N, &M, &K, &alpha, b, &ldb, a, &lda, &beta, c, &ldc);
 }
 
-/// A weight product y[M, N] = x[M, K] . w[N, K]^T + beta * y (gemm_nt), single-threaded below
-/// kSerialFlops (SerialBlas).
+/// A weight product y[M, N] = x[M, K] . w[N, K]^T + beta * y (gemm_nt), threaded by the rules above.
 void linear(int64_t M, int64_t N, int64_t K, const float* x, const float* w, float beta, float* y) {
-  const SerialBlas serial(2.0 * M * N * K);
+  const bool threaded = M == 1 ? 4.0 * N * K >= kThreadedGemvBytes : 2.0 * M * N * K >= kSerialFlops;
+  const SerialBlas serial(!threaded);
   gemm_nt(static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f, x, static_cast<int>(K), w,
           static_cast<int>(K), beta, y, static_cast<int>(N));
-}
-
-/// c[M, N] = a[M, K] . b[K, N] (row-major; beta 0).
-void gemm_nn(int M, int N, int K, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
-  const float one = 1.0f, zero = 0.0f;
-  sgemm_("N", "N", &N, &M, &K, &one, b, &ldb, a, &lda, &zero, c, &ldc);
 }
 
 /// y = x * rsqrt(mean(x^2) + eps) * w over n elements (HF LlamaRMSNorm in fp32). In place if y == x.
@@ -121,19 +120,6 @@ void rope_head(float* v, const float* cos, const float* sin, int64_t d) {
   }
 }
 
-/// Softmax in place over s[n] (fp32; entries of -inf get probability 0; at least one is finite).
-void softmax_row(float* s, int64_t n) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, s[i]);
-  float sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    s[i] = std::exp(s[i] - m);
-    sum += s[i];
-  }
-  const float inv = 1.0f / sum;
-  for (int64_t i = 0; i < n; ++i) s[i] *= inv;
-}
-
 bool is_cpu_f32(const torch::Tensor& t) {
   return !t.defined() || (t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous());
 }
@@ -148,42 +134,23 @@ void add_bias(float* y, const float* bias, int64_t rows, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[r * n + i] += bias[i];
 }
 
-/// Attention of one (row b, kv head j): the g query heads of kv head j are g rows [g, d] (contiguous in
-/// q), scores [g, S] = Q K^T * scale over the cached keys in place, padding slots (mask false, except
-/// the new slot S-1) -inf, fp32 softmax, output [g, d] = P V into attn. `scores` is scratch [g, S].
-void attend_group(const float* q, const float* K, const float* V, const bool* mask, int64_t g, int64_t d, int64_t S,
-                  float scale, float* scores, float* attn) {
-  gemm_nt(static_cast<int>(g), static_cast<int>(S), static_cast<int>(d), scale, q, static_cast<int>(d), K,
-          static_cast<int>(d), 0.0f, scores, static_cast<int>(S));
-  for (int64_t r = 0; r < g; ++r) {
-    float* s = scores + r * S;
-    if (mask)
-      for (int64_t t = 0; t < S - 1; ++t)
-        if (!mask[t]) s[t] = -std::numeric_limits<float>::infinity();
-    softmax_row(s, S);
-  }
-  gemm_nn(static_cast<int>(g), static_cast<int>(d), static_cast<int>(S), scores, static_cast<int>(S), V,
-          static_cast<int>(d), attn, static_cast<int>(d));
-}
-
 /// Grouped-query attention of every (row, kv head) pair: q [B, nh*d]; K/V storage kc, vc [B, kvh, cap, d]
-/// with S valid columns; mask [B, S] or null; output attn [B, nh*d]. Pairs are independent, so they run
-/// on the intra-op threads when there is enough work: a chunk of pairs gets at least ~1 MFLOP (~60 us at
-/// the ~17 GFLOP/s OpenBLAS reaches on these [2-3, S, 64] products on the bench machine), more than the
-/// ~20-50 us it costs to wake a sleeping OpenMP worker (OMP_WAIT_POLICY=PASSIVE, issue 4); smaller
-/// steps (e.g. one row of a small model) stay on the calling thread.
+/// with S valid columns; mask [B, S] or null; output attn [B, nh*d]. Each pair is cpu::attend_group
+/// (policy/cpu_attention.h). Pairs are independent, so they run on the intra-op threads when there is
+/// enough work: a chunk of pairs gets at least ~1 MFLOP (tens of microseconds), more than the ~20-50 us
+/// it costs to wake a sleeping OpenMP worker (OMP_WAIT_POLICY=PASSIVE, issue 4); smaller steps (e.g.
+/// one row of a small model at a short context) stay on the calling thread.
 void attend(const float* q, const float* kc, const float* vc, const bool* mask, int64_t B, int64_t nh, int64_t kvh,
             int64_t d, int64_t S, int64_t cap, float scale, float* attn) {
   const int64_t g = nh / kvh;
   const int64_t flops_per_pair = 4 * g * S * d;  // two [g, S, d] products
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, flops_per_pair));
-  const SerialBlas serial(0);  // each pair's products are small; the parallelism is over pairs
   at::parallel_for(0, B * kvh, grain, [&](int64_t begin, int64_t end) {
     std::vector<float> scores(g * S);
     for (int64_t p = begin; p < end; ++p) {
       const int64_t b = p / kvh, j = p % kvh;
-      attend_group(q + (b * nh + j * g) * d, kc + p * cap * d, vc + p * cap * d, mask ? mask + b * S : nullptr, g, d,
-                   S, scale, scores.data(), attn + (b * nh + j * g) * d);
+      cpu::attend_group(q + (b * nh + j * g) * d, kc + p * cap * d, vc + p * cap * d, mask ? mask + b * S : nullptr, g,
+                        d, S, scale, scores.data(), attn + (b * nh + j * g) * d);
     }
   });
 }

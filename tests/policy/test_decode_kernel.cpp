@@ -17,11 +17,11 @@ using policy::Transformer;
 
 namespace {
 
-ModelConfig config(const std::string& type, bool bias) {
+ModelConfig config(const std::string& type, bool bias, int64_t head_dim = 8) {
   ModelConfig c;
   c.model_type = type;
   c.vocab_size = 61; c.hidden_size = 48; c.intermediate_size = 80; c.num_hidden_layers = 2;
-  c.num_attention_heads = 6; c.num_key_value_heads = 2; c.head_dim = 8; c.rope_theta = 10000;
+  c.num_attention_heads = 6; c.num_key_value_heads = 2; c.head_dim = head_dim; c.rope_theta = 10000;
   c.rms_norm_eps = 1e-6; c.qk_norm = type == "qwen3"; c.attention_bias = bias; c.tie_word_embeddings = false;
   return c;
 }
@@ -58,12 +58,18 @@ torch::Tensor prefill(Transformer& m, KVCache& cache) {
 
 // 80 decode steps (past the cache's 64 spare columns, so its storage grows mid-run) of a padded batch,
 // kernel vs generic, for each family: llama (+ attention bias with o_proj bias), qwen2 (q/k/v bias),
-// qwen3 (q/k RMSNorm).
+// qwen3 (q/k RMSNorm); head_dim 8 runs the attention kernel's scalar tails only, 64 and 72 its 16-lane
+// loops (with a tail for 72).
 TEST(DecodeKernel, EqualsGenericPathOverManyStepsWithPadding) {
   torch::NoGradGuard ng;
-  for (auto [type, bias] : {std::pair<std::string, bool>{"llama", false}, {"llama", true}, {"qwen2", true},
-                            {"qwen3", false}}) {
-    Transformer m = make(config(type, bias));
+  struct Case {
+    std::string type;
+    bool bias;
+    int64_t head_dim;
+  };
+  for (auto [type, bias, head_dim] : {Case{"llama", false, 8}, Case{"llama", true, 8}, Case{"qwen2", true, 8},
+                                      Case{"qwen3", false, 8}, Case{"qwen3", false, 64}, Case{"llama", true, 72}}) {
+    Transformer m = make(config(type, bias, head_dim));
     KVCache fast, slow;
     torch::Tensor mask = prefill(m, fast);
     prefill(m, slow);
@@ -78,7 +84,7 @@ TEST(DecodeKernel, EqualsGenericPathOverManyStepsWithPadding) {
       ASSERT_FALSE(m->decode_cpu_applies(next, &slow));
       auto b = m->forward(next, pos, &slow, mask);
       ASSERT_EQ(a.sizes(), b.sizes());
-      ASSERT_LT(max_diff(a, b), 1e-5) << type << " bias " << bias << " step " << step;
+      ASSERT_LT(max_diff(a, b), 1e-5) << type << " bias " << bias << " head_dim " << head_dim << " step " << step;
       // Feed each row's greedy token next (keeps the inputs data-dependent, like sampling).
       next = m->lm_head(b.select(1, 0)).argmax(-1).view({3, 1});
       pos = pos + 1;
