@@ -64,30 +64,59 @@ float log_softmax_at(const float* z, int64_t V, int64_t token) {
   return static_cast<float>((z[token] - m) - std::log(sum));
 }
 
-/// Candidate ids of z[V] sorted by z descending (ties: lower id first): the k largest, or all V
-/// when k <= 0 or k >= V. One pass keeping the k best in a sorted buffer (O(V) for small k).
-std::vector<int64_t> top_candidates(const float* z, int64_t V, int k) {
-  std::vector<int64_t> cand;
-  if (k <= 0 || k >= V) {
-    cand.resize(V);
-    for (int64_t i = 0; i < V; ++i) cand[i] = i;
-    std::stable_sort(cand.begin(), cand.end(), [z](int64_t a, int64_t b) { return z[a] > z[b]; });
-    return cand;
+/// Orders token ids by z descending, ties by the lower id first (the order a stable sort of 0..V-1
+/// gives, and the device path's sort).
+struct ByLogitDescending {
+  const float* z;
+  bool operator()(int64_t a, int64_t b) const { return z[a] > z[b] || (z[a] == z[b] && a < b); }
+};
+
+/// The candidates of a draw, in ByLogitDescending order: the k largest of z[V] when 0 < k < V (one
+/// pass keeping a sorted buffer: O(V) for small k), else all V, sorted lazily: at(j) sorts only as
+/// far as needed (the next block found by nth_element, blocks doubling from 64), so a top-p or
+/// min-p walk that stops after a few dozen tokens costs O(V), not a sort of a 150k vocabulary.
+class Candidates {
+ public:
+  Candidates(const float* z, int64_t V, int k) : z_(z) {
+    const ByLogitDescending before{z};
+    if (k > 0 && k < V) {
+      ids_.reserve(k + 1);
+      for (int64_t i = 0; i < V; ++i) {
+        if (static_cast<int>(ids_.size()) == k && !before(i, ids_.back())) continue;
+        ids_.insert(std::upper_bound(ids_.begin(), ids_.end(), i, before), i);
+        if (static_cast<int>(ids_.size()) > k) ids_.pop_back();
+      }
+      sorted_ = static_cast<int64_t>(ids_.size());
+    } else {
+      ids_.resize(V);
+      for (int64_t i = 0; i < V; ++i) ids_[i] = i;
+    }
   }
-  cand.reserve(k + 1);
-  for (int64_t i = 0; i < V; ++i) {
-    if (static_cast<int>(cand.size()) == k && !(z[i] > z[cand.back()])) continue;
-    auto at = std::upper_bound(cand.begin(), cand.end(), z[i], [z](float v, int64_t c) { return v > z[c]; });
-    cand.insert(at, i);
-    if (static_cast<int>(cand.size()) > k) cand.pop_back();
+  int64_t size() const { return static_cast<int64_t>(ids_.size()); }
+  /// The j-th most likely candidate (0 <= j < size()).
+  int64_t at(int64_t j) {
+    if (j >= sorted_) {
+      const int64_t upto = std::min(size(), std::max<int64_t>({64, 2 * sorted_, j + 1}));
+      const ByLogitDescending before{z_};
+      std::nth_element(ids_.begin() + sorted_, ids_.begin() + (upto - 1), ids_.end(), before);
+      std::sort(ids_.begin() + sorted_, ids_.begin() + upto, before);
+      sorted_ = upto;
+    }
+    return ids_[j];
   }
-  return cand;
-}
+
+ private:
+  const float* z_;
+  std::vector<int64_t> ids_;
+  int64_t sorted_ = 0;  // ids_[0, sorted_) are in final order; the rest all rank after them
+};
 
 /// The draw of one row on the host, for logits[V] (float32): the same semantics as the tensor path
 /// below (HF order: temperature, top-k, softmax over the survivors, top-p, min-p, then a draw from the
 /// renormalised survivors), with the logprob under the unfiltered temperature-scaled distribution.
 /// Greedy (temperature 0): the first argmax, logprob at temperature 1. `z` is scratch of size V.
+/// Without any filter (top-k off, top-p 1, min-p 0) the draw walks the vocabulary in id order: the
+/// same distribution without sorting it.
 Draw draw_on_host(const float* logits, int64_t V, const SamplingParams& p, Rng& rng, std::vector<float>& z) {
   if (p.temperature == 0) {
     const int64_t best = std::max_element(logits, logits + V) - logits;
@@ -95,31 +124,52 @@ Draw draw_on_host(const float* logits, int64_t V, const SamplingParams& p, Rng& 
   }
   const float t = static_cast<float>(p.temperature);  // as ATen's float tensor / double scalar
   for (int64_t i = 0; i < V; ++i) z[i] = logits[i] / t;
-  const std::vector<int64_t> cand = top_candidates(z.data(), V, p.top_k);
+  const bool top_k = p.top_k > 0 && p.top_k < V;
+  if (!top_k && p.top_p >= 1 && p.min_p <= 0) {
+    const double top = *std::max_element(z.begin(), z.begin() + V);
+    double total = 0;
+    for (int64_t i = 0; i < V; ++i) total += std::exp(z[i] - top);
+    const double u = rng.uniform() * total;
+    double acc = 0;
+    int64_t pick = 0;
+    for (int64_t i = 0; i < V; ++i) {
+      const double w = std::exp(z[i] - top);
+      if (w <= 0) continue;
+      acc += w;
+      pick = i;
+      if (u < acc) break;
+    }
+    return {pick, log_softmax_at(z.data(), V, pick)};
+  }
+  Candidates cand(z.data(), V, p.top_k);
   // Softmax over the candidates (descending), then the top-p / min-p survivors: a token survives
   // top-p if the mass strictly before it is < top_p, min-p if its probability >= min_p * the largest.
-  const double top = z[cand[0]];
-  std::vector<double> prob(cand.size());
+  const double top = z[cand.at(0)];
   double total = 0;
-  for (size_t j = 0; j < cand.size(); ++j) total += prob[j] = std::exp(z[cand[j]] - top);
+  if (top_k)
+    for (int64_t j = 0; j < cand.size(); ++j) total += std::exp(z[cand.at(j)] - top);
+  else
+    for (int64_t i = 0; i < V; ++i) total += std::exp(z[i] - top);
+  std::vector<double> kept_prob;  // unnormalised weights of the survivors, in candidate order
   double before = 0, kept = 0;
-  size_t width = 0;
-  for (; width < cand.size(); ++width) {
-    const double pj = prob[width] / total;
-    if (before >= p.top_p || (p.min_p > 0 && pj < p.min_p * (prob[0] / total))) break;
+  for (int64_t j = 0; j < cand.size(); ++j) {
+    const double w = std::exp(z[cand.at(j)] - top), pj = w / total;
+    if (before >= p.top_p || (p.min_p > 0 && pj < p.min_p * (1.0 / total))) break;
     before += pj;
-    kept += prob[width];
+    kept += w;
+    kept_prob.push_back(w);
   }
   // Draw u in [0, kept) over the survivors' unnormalised weights (the most likely always survives).
   const double u = rng.uniform() * kept;
   double acc = 0;
   size_t pick = 0;
-  for (size_t j = 0; j < width; ++j) {
-    acc += prob[j];
+  for (size_t j = 0; j < kept_prob.size(); ++j) {
+    acc += kept_prob[j];
     pick = j;
     if (u < acc) break;
   }
-  return {cand[pick], log_softmax_at(z.data(), V, cand[pick])};
+  const int64_t token = cand.at(static_cast<int64_t>(pick));
+  return {token, log_softmax_at(z.data(), V, token)};
 }
 
 /// Next token and logprob of every row, on the host (CPU logits [B, V] float32): draw_on_host() per
