@@ -44,10 +44,11 @@ namespace {
 /// matrix-vector product of >= 9216 elements), and its pthread workers then spin (sched_yield) between
 /// calls. A decode step is a chain of small calls, where waking the second thread can cost more than it
 /// saves. Rules (measured on the 2-vCPU bench machine, OpenBLAS 0.3.21, quiet; bench/RESULTS.md):
-///  - a matrix-vector product (one row) over a weight of >= kThreadedGemvBytes keeps OpenBLAS's
+///  - a product of up to kThreadedRows rows over a weight of >= kThreadedGemvBytes keeps OpenBLAS's
 ///    threads: it is bound by memory bandwidth, and two threads stream ~21-23 GB/s where one reaches
 ///    ~12 GB/s (768x768 and 2048x768 weights out of cache); at 100M parameters this took batch-1 decode
-///    from 29 to 40-45 tokens/s. Below it the weight is cache-resident and one thread is as fast.
+///    from 29 to 40-45 tokens/s and batch 2 from 29 to 40 (batch 4: 58 vs 53-59, unchanged). Below
+///    that size the weight is cache-resident and one thread is as fast.
 ///  - a product of several rows below kSerialFlops runs single-threaded (a batch-16 256x256 product
 ///    is ~2 MFLOP, tens of microseconds); larger ones keep OpenBLAS's choice.
 /// The thread count is process-wide in OpenBLAS: while a serial call runs, BLAS calls of other threads
@@ -55,6 +56,7 @@ namespace {
 /// another BLAS simply keeps its own threading.
 constexpr double kSerialFlops = 8e6;
 constexpr double kThreadedGemvBytes = 256.0 * 1024;
+constexpr int64_t kThreadedRows = 4;
 
 class SerialBlas {
  public:
@@ -95,7 +97,7 @@ void gemm_nt(int M, int N, int K, float alpha, const float* a, int lda, const fl
 
 /// A weight product y[M, N] = x[M, K] . w[N, K]^T + beta * y (gemm_nt), threaded by the rules above.
 void linear(int64_t M, int64_t N, int64_t K, const float* x, const float* w, float beta, float* y) {
-  const bool threaded = M == 1 ? 4.0 * N * K >= kThreadedGemvBytes : 2.0 * M * N * K >= kSerialFlops;
+  const bool threaded = (M <= kThreadedRows && 4.0 * N * K >= kThreadedGemvBytes) || 2.0 * M * N * K >= kSerialFlops;
   const SerialBlas serial(!threaded);
   gemm_nt(static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f, x, static_cast<int>(K), w,
           static_cast<int>(K), beta, y, static_cast<int>(N));
