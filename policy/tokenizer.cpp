@@ -2,7 +2,10 @@
 
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "common/error.h"
+#include "common/atomic_file.h"
 #include "policy/bpe_tokenizer.h"
 #include "policy/spm_backend.h"
 
@@ -34,11 +37,36 @@ Tokenizer Tokenizer::load(const std::string& path) {
   return t;
 }
 
-std::string Tokenizer::file_in_dir(const std::string& dir) {
-  for (const char* name : {"tokenizer.json", "tokenizer.model"}) {
-    const fs::path p = fs::path(dir) / name;
-    if (fs::exists(p)) return p.string();
+namespace {
+
+/// True when the tokenizer.json at `path` is a SentencePiece-style BPE, the form HF converts Llama 2,
+/// Mistral and Gemma tokenizers to (model.byte_fallback, a Metaspace pre-tokenizer or decoder, a
+/// Prepend normalizer), which BpeTokenizer does not read. Unreadable JSON: false (loading it reports).
+bool sentencepiece_style_json(const fs::path& path) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(spade::read_file(path.string()));
+  } catch (const std::exception&) {
+    return false;
   }
+  if (!j.is_object()) return false;
+  if (j.contains("model") && j["model"].is_object() && j["model"].value("byte_fallback", false)) return true;
+  for (const char* part : {"normalizer", "pre_tokenizer", "decoder"}) {
+    if (!j.contains(part)) continue;
+    const std::string text = j[part].dump();
+    if (text.find(R"("type":"Metaspace")") != std::string::npos || text.find(R"("type":"Prepend")") != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string Tokenizer::file_in_dir(const std::string& dir) {
+  const fs::path json = fs::path(dir) / "tokenizer.json", model = fs::path(dir) / "tokenizer.model";
+  const bool has_json = fs::exists(json), has_model = fs::exists(model);
+  if (has_json && !(has_model && sentencepiece_style_json(json))) return json.string();
+  if (has_model) return model.string();
   return "";
 }
 

@@ -60,8 +60,10 @@ class Tokenizer {
   static Tokenizer load(const std::string& path);
 
   /// Loads the tokenizer of an HF checkpoint directory: DIR/tokenizer.json when present (preferred: it is
-  /// what transformers' fast tokenizers use), else DIR/tokenizer.model. Throws spade::Error naming the
-  /// directory when it has neither.
+  /// what transformers' fast tokenizers use), else DIR/tokenizer.model. Exception: when DIR has both and
+  /// tokenizer.json is a SentencePiece-style BPE (model.byte_fallback, Metaspace, Prepend: what HF
+  /// ships beside tokenizer.model for Llama 2, Mistral, Gemma), tokenizer.model is loaded. Throws
+  /// spade::Error naming the directory when it has neither.
   static Tokenizer load_dir(const std::string& dir);
 
   /// The file load_dir(dir) would load ("" when the directory has neither tokenizer.json nor

@@ -189,6 +189,50 @@ TEST(Checkpoint, SentencePieceCheckpointKeepsItsOwnTokenizerConfig) {
   EXPECT_NE(config.at("chat_template").get<std::string>().find("<|im_start|>"), std::string::npos);
 }
 
+// An HF Llama 2 / Mistral directory holds tokenizer.model and a tokenizer.json that is its
+// SentencePiece-style BPE conversion (model.byte_fallback true, Prepend/Replace normalizer, as in
+// meta-llama/Llama-2-7b-hf's tokenizer.json): the directory loads through tokenizer.model, which
+// BpeTokenizer's byte-level reader would reject. A byte-level tokenizer.json beside a .model still wins.
+TEST(Checkpoint, LlamaStyleDirectoryWithBothTokenizerFilesLoadsTheModelFile) {
+  const std::string dir = tmp_dir("both_tok");
+  std::vector<std::string> text(20, "hello world, def f(x): return x\n");
+  Tokenizer::train(text, dir + "/tokenizer", 300);
+  const std::string spm_json =
+      R"({"normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+          {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}, "pre_tokenizer": null,
+          "decoder": {"type": "Sequence", "decoders": [{"type": "ByteFallback"}]},
+          "model": {"type": "BPE", "byte_fallback": true, "vocab": {"<unk>": 0}, "merges": []}})";
+  spade::write_file_atomic(dir + "/tokenizer.json", spm_json);
+  EXPECT_EQ(Tokenizer::file_in_dir(dir), (fs::path(dir) / "tokenizer.model").string());
+  const Tokenizer tok = Tokenizer::load_dir(dir);
+  EXPECT_EQ(tok.kind(), "sentencepiece");
+  EXPECT_EQ(tok.decode(tok.encode("hello world")), "hello world");
+  // The same JSON alone is still an error that points at tokenizer.model.
+  fs::remove(dir + "/tokenizer.model");
+  try {
+    Tokenizer::load_dir(dir);
+    ADD_FAILURE() << "a SentencePiece-style tokenizer.json alone must not load";
+  } catch (const spade::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.model"), std::string::npos) << e.what();
+  }
+  // A byte-level tokenizer.json (the 256 byte pieces, GPT-2 spelling) beside a tokenizer.model is preferred.
+  Tokenizer::train(text, dir + "/tokenizer", 300);
+  std::string vocab = "{";
+  int extra = 0;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "\"\\u%04x\": %d", printable ? b : 256 + extra++, b);
+    vocab += (b ? "," : "") + std::string(buf);
+  }
+  vocab += "}";
+  spade::write_file_atomic(dir + "/tokenizer.json",
+                           R"({"normalizer": null, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false,
+                               "use_regex": true}, "decoder": {"type": "ByteLevel"},
+                               "model": {"type": "BPE", "merges": [], "vocab": )" + vocab + "}}");
+  EXPECT_EQ(Tokenizer::load_dir(dir).kind(), "bpe");
+}
+
 TEST(Checkpoint, LoadErrorsNameFileAndTensor) {
   const std::string d = tmp_dir("errs") + "/c";
   Transformer m(small(false));
