@@ -22,14 +22,20 @@ struct ChunkedLogprob : public torch::autograd::Function<ChunkedLogprob> {
     ctx->saved_data["mm_dtype"] =
         static_cast<int64_t>(autocast ? compat::autocast_dtype(dev) : hidden.scalar_type());
     torch::Tensor logp = torch::empty({n}, f32), lse = torch::empty({n}, f32), entropy = torch::empty({n}, f32);
+    // Per chunk, two [m, V] buffers: the logits z and e = exp(z - max), each updated in place, one exp
+    // pass (logsumexp and the entropy's softmax share it): lse = max + log(sum e) and
+    // entropy = lse - sum(e * z) / sum(e), which is H = -sum p log p with p = e / sum(e).
     for (int64_t s = 0; s < n; s += chunk) {
       const int64_t m = std::min(chunk, n - s);
-      torch::Tensor z = torch::matmul(hidden.narrow(0, s, m), weight.t()).to(torch::kFloat32) /
-                        temperature.narrow(0, s, m).unsqueeze(1);
-      torch::Tensor l = torch::logsumexp(z, -1);
+      torch::Tensor z = torch::matmul(hidden.narrow(0, s, m), weight.t()).to(torch::kFloat32);
+      z.div_(temperature.narrow(0, s, m).unsqueeze(1));
+      const torch::Tensor zmax = std::get<0>(z.max(-1, /*keepdim=*/true));
+      torch::Tensor e = (z - zmax).exp_();
+      const torch::Tensor sum_e = e.sum(-1);
+      const torch::Tensor l = zmax.squeeze(1) + sum_e.log();
       lse.narrow(0, s, m).copy_(l);
       logp.narrow(0, s, m).copy_(z.gather(-1, targets.narrow(0, s, m).unsqueeze(1)).squeeze(1) - l);
-      entropy.narrow(0, s, m).copy_(l - (torch::softmax(z, -1) * z).sum(-1));
+      entropy.narrow(0, s, m).copy_(l - e.mul_(z).sum(-1) / sum_e);
     }
     ctx->save_for_backward({hidden, weight, targets, temperature, lse});
     ctx->saved_data["chunk"] = chunk;
@@ -54,11 +60,12 @@ struct ChunkedLogprob : public torch::autograd::Function<ChunkedLogprob> {
     for (int64_t s = 0; s < n; s += chunk) {
       const int64_t m = std::min(chunk, n - s);
       torch::Tensor h = hidden.narrow(0, s, m), tau = temperature.narrow(0, s, m).unsqueeze(1);
-      torch::Tensor z = torch::matmul(h.to(mm), w.t()).to(torch::kFloat32) / tau;
+      // dz = (onehot - softmax) * g / tau, built in place in the recomputed logits' buffer.
+      torch::Tensor dz = torch::matmul(h.to(mm), w.t()).to(torch::kFloat32);
       torch::Tensor gm = g.narrow(0, s, m).unsqueeze(1);
-      torch::Tensor dz = -torch::exp(z - lse.narrow(0, s, m).unsqueeze(1)) * gm;  // -softmax * g
-      dz.scatter_add_(1, targets.narrow(0, s, m).unsqueeze(1), gm);                // + onehot * g
-      dz = (dz / tau).to(mm);
+      dz.div_(tau).sub_(lse.narrow(0, s, m).unsqueeze(1)).exp_().mul_(-gm);  // -softmax * g
+      dz.scatter_add_(1, targets.narrow(0, s, m).unsqueeze(1), gm);           // + onehot * g
+      dz = dz.div_(tau).to(mm);
       grad_hidden.narrow(0, s, m).copy_(torch::matmul(dz, w));
       grad_weight.add_(torch::matmul(dz.t(), h.to(mm)).to(torch::kFloat32));
     }

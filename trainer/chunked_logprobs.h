@@ -3,7 +3,8 @@
 // exist at once, in the forward pass or in the backward pass (issue 5, "chunked logprob computation").
 // A custom autograd function saves only hidden, the weight, the targets and one log-sum-exp per row;
 // backward recomputes each chunk's logits (one extra lm_head matmul per chunk, the usual price, as in
-// fused/chunked cross-entropy kernels).
+// fused/chunked cross-entropy kernels). Working memory per chunk: two [chunk_rows, V] float32 buffers
+// (the logits and their exponentials, updated in place; one exp pass serves logsumexp and entropy).
 //
 // Math (identical to policy::token_logprobs on lm_head's logits, up to float summation order):
 //   z     = (h W^T).float() / tau_row                  h [n, H], W [V, H]
