@@ -5,6 +5,7 @@
 // Header-only. Includes <ATen/autocast_mode.h> (which pulls in ATen.h) for the autocast helpers.
 #pragma once
 
+#include <ATen/Functions.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/DeviceType.h>
@@ -28,6 +29,22 @@ inline const void* const_data(const at::Tensor& t) {
   return t.const_data_ptr();
 #else
   return t.data_ptr();
+#endif
+}
+
+/// Causal scaled dot-product attention, softmax(q k^T / sqrt(d) + causal mask) v, with query i seeing
+/// keys 0..i: q, k, v [B, H, T, d] of one dtype (same H: callers expand grouped K/V first), returns
+/// [B, H, T, d] in that dtype; differentiable. PyTorch >= 2.0: at::scaled_dot_product_attention(q, k,
+/// v, None, 0, is_causal=true), which picks FlashAttention-2 / memory-efficient kernels on CUDA (no
+/// [T, T] score matrix in memory) and the math kernel elsewhere; 1.13: the then-private
+/// at::_scaled_dot_product_attention(..., need_attn_weights=false, is_causal=true), math kernel only.
+/// Throws c10::Error on mismatched shapes or dtypes.
+inline at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+#if SPADE_TORCH_AT_LEAST(2, 0)
+  return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+#else
+  return std::get<0>(at::_scaled_dot_product_attention(q, k, v, {}, 0.0, /*need_attn_weights=*/false,
+                                                       /*is_causal=*/true));
 #endif
 }
 

@@ -376,7 +376,7 @@ torch::Tensor moe_mlp(const torch::Tensor& h, const TransformerImpl::LayerWeight
 
 torch::Tensor decoder_layer(const torch::Tensor& x_in, const TransformerImpl::LayerWeights& w, const ModelConfig& c,
                             const torch::Tensor& rope_cos, const torch::Tensor& rope_sin, const torch::Tensor& mask,
-                            KVCache* cache, size_t l) {
+                            KVCache* cache, size_t l, bool sdpa_causal) {
   const int64_t B = x_in.size(0), T = x_in.size(1);
   const int64_t nh = c.num_attention_heads, kvh = c.kv_heads(), d = c.head_size(), groups = nh / kvh;
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
@@ -398,18 +398,30 @@ torch::Tensor decoder_layer(const torch::Tensor& x_in, const TransformerImpl::La
   // 3. KV cache: append the new keys/values, attend over cache + new.
   if (cache) std::tie(k, v) = cache->append(l, k, v);     // [B, kvh, S, d]
 
-  // 4. Grouped-query attention: query head j*groups+g uses kv head j (HF repeat_kv), without
-  //    materialising repeated K/V: the g query heads of kv head j are stacked as g*T query rows,
-  //    [B, kvh, g*T, d], so both products are plain batched GEMMs over (B, kvh) that read the cached
-  //    K/V in place (a broadcast matmul would copy K and V g times per layer and step).
-  const int64_t S = k.size(2);
-  auto qg = q.reshape({B, kvh, groups * T, d});
-  auto scores = torch::matmul(qg, k.transpose(-1, -2)).mul_(scale);           // [B, kvh, g*T, S]
-  if (mask.defined())
-    scores.view({B, kvh, groups, T, S}).masked_fill_(mask.logical_not(), -std::numeric_limits<float>::infinity());
-  auto probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
-  auto attn = torch::matmul(probs, v);                                         // [B, kvh, g*T, d]
-  attn = attn.view({B, nh, T, d}).transpose(1, 2).reshape({B, T, nh * d});
+  torch::Tensor attn;
+  if (sdpa_causal) {
+    // 4a. Causal attention in one fused call (AttentionBackend::kSdpa). Query head j*groups+g uses kv
+    //     head j (HF repeat_kv), so K/V are expanded to [B, nh, T, d] in that order.
+    TORCH_CHECK(!mask.defined() && cache == nullptr, "decoder_layer: sdpa_causal takes no mask and no cache");
+    auto expand = [&](const torch::Tensor& t) {
+      return groups == 1 ? t : t.unsqueeze(2).expand({B, kvh, groups, T, d}).reshape({B, nh, T, d});
+    };
+    const auto dt = v.scalar_type();
+    attn = compat::causal_attention(q.to(dt), expand(k.to(dt)), expand(v));  // [B, nh, T, d]
+  } else {
+    // 4b. Grouped-query attention: query head j*groups+g uses kv head j (HF repeat_kv), without
+    //     materialising repeated K/V: the g query heads of kv head j are stacked as g*T query rows,
+    //     [B, kvh, g*T, d], so both products are plain batched GEMMs over (B, kvh) that read the cached
+    //     K/V in place (a broadcast matmul would copy K and V g times per layer and step).
+    const int64_t S = k.size(2);
+    auto qg = q.reshape({B, kvh, groups * T, d});
+    auto scores = torch::matmul(qg, k.transpose(-1, -2)).mul_(scale);           // [B, kvh, g*T, S]
+    if (mask.defined())
+      scores.view({B, kvh, groups, T, S}).masked_fill_(mask.logical_not(), -std::numeric_limits<float>::infinity());
+    auto probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
+    attn = torch::matmul(probs, v).view({B, nh, T, d});                          // [B, kvh, g*T, d] as heads
+  }
+  attn = attn.transpose(1, 2).reshape({B, T, nh * d});
   x = x + torch::linear(attn, w.o_proj, w.o_bias);
 
   // 5. MLP block: pre-norm, SwiGLU (or a mixture of SwiGLU experts).
@@ -429,6 +441,7 @@ struct LayerCall : torch::CustomClassHolder {
   TransformerImpl::LayerWeights w;  // handles to the module's parameters (same storage)
   ModelConfig config;
   size_t layer = 0;
+  bool sdpa_causal = false;         // decoder_layer's attention choice (AttentionBackend)
   bool autocast = false;            // autocast state of the forward, re-entered for the recomputation
   c10::ScalarType autocast_dtype = c10::ScalarType::BFloat16;
 };
@@ -444,7 +457,7 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     (void)params;  // reached through call->w (the same tensors); inputs only to route their gradients
     ctx->save_for_backward({x, rope_cos, rope_sin, mask.value_or(torch::Tensor())});
     torch::Tensor y = decoder_layer(x, call->w, call->config, rope_cos, rope_sin, mask.value_or(torch::Tensor()),
-                                    nullptr, call->layer);
+                                    nullptr, call->layer, call->sdpa_causal);
     ctx->saved_data["call"] = c10::IValue::make_capsule(call);
     ctx->saved_data["n_params"] = static_cast<int64_t>(params.size());
     return {y};
@@ -463,7 +476,7 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       torch::AutoGradMode grad_on(true);
       // The recomputation runs under the forward's autocast state (backward itself runs outside it).
       compat::AutocastGuard autocast(x.device().type(), lc.autocast, lc.autocast_dtype);
-      y = decoder_layer(x, lc.w, lc.config, saved[1], saved[2], saved[3], nullptr, lc.layer);
+      y = decoder_layer(x, lc.w, lc.config, saved[1], saved[2], saved[3], nullptr, lc.layer, lc.sdpa_causal);
     }
     std::vector<torch::Tensor> inputs{x};
     inputs.insert(inputs.end(), params.begin(), params.end());
@@ -493,11 +506,12 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
 
 torch::Tensor TransformerImpl::checkpointed_layer(const torch::Tensor& x, const LayerWeights& w, const ModelConfig& c,
                                                   const torch::Tensor& rope_cos, const torch::Tensor& rope_sin,
-                                                  const torch::Tensor& mask, size_t layer) {
+                                                  const torch::Tensor& mask, size_t layer, bool sdpa_causal) {
   auto call = c10::make_intrusive<LayerCall>();
   call->w = w;
   call->config = c;
   call->layer = layer;
+  call->sdpa_causal = sdpa_causal;
   const c10::DeviceType dev = x.device().type();
   if (dev == c10::DeviceType::CPU || dev == c10::DeviceType::CUDA) {
     call->autocast = compat::autocast_enabled(dev);
@@ -507,6 +521,13 @@ torch::Tensor TransformerImpl::checkpointed_layer(const torch::Tensor& x, const 
   c10::optional<torch::Tensor> m;
   if (mask.defined()) m = mask;
   return CheckpointedLayer::apply(x, rope_cos, rope_sin, m, torch::TensorList(params), call)[0];
+}
+
+TransformerImpl::AttentionBackend parse_attention_backend(const std::string& name, const std::string& where) {
+  if (name == "auto") return TransformerImpl::AttentionBackend::kAuto;
+  if (name == "matmul") return TransformerImpl::AttentionBackend::kMatmul;
+  if (name == "sdpa") return TransformerImpl::AttentionBackend::kSdpa;
+  throw spade::Error(where + ": attention backend must be auto, matmul or sdpa, not '" + name + "'");
 }
 
 // The whole decoder, top to bottom (cf. llama2.c `forward`).
@@ -520,11 +541,16 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, const tor
   const int64_t past = cache ? cache->length() : 0, S = past + T;
   const auto inv_freq = inv_freq_.to(input_ids.device());
 
+  // Plain causal attention over the whole sequence may run fused (AttentionBackend); then no mask.
+  const bool sdpa = cache == nullptr && !key_mask.defined() && T > 1 &&
+                    (attention_backend_ == AttentionBackend::kSdpa ||
+                     (attention_backend_ == AttentionBackend::kAuto && input_ids.device().is_cuda()));
+
   // Attention mask [B, 1, 1, T, S] (broadcast over kv heads and groups): new token t sits at slot
   // past+t and may see slots <= past+t that are real (key_mask). Every query also sees itself, so a
   // padding query never has an all-masked row (its output is unused but must stay finite).
   torch::Tensor mask;
-  if (T > 1 || key_mask.defined()) {
+  if (!sdpa && (T > 1 || key_mask.defined())) {
     auto opts = torch::TensorOptions().dtype(torch::kLong).device(input_ids.device());
     auto q_slot = torch::arange(past, S, opts).view({T, 1});
     auto k_slot = torch::arange(0, S, opts).view({1, S});
@@ -545,8 +571,8 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, const tor
   // 2-5. The decoder layers (decoder_layer below), each recomputed in backward when checkpointed.
   const bool checkpoint = activation_checkpointing_ && cache == nullptr && torch::GradMode::is_enabled();
   for (size_t l = 0; l < layers_.size(); ++l)
-    x = checkpoint ? checkpointed_layer(x, layers_[l], c, rope_cos, rope_sin, mask, l)
-                   : decoder_layer(x, layers_[l], c, rope_cos, rope_sin, mask, cache, l);
+    x = checkpoint ? checkpointed_layer(x, layers_[l], c, rope_cos, rope_sin, mask, l, sdpa)
+                   : decoder_layer(x, layers_[l], c, rope_cos, rope_sin, mask, cache, l, sdpa);
 
   // 6. Final norm (logits via lm_head()).
   return rms_norm(x, final_norm_, c.rms_norm_eps);

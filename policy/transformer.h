@@ -128,6 +128,26 @@ class TransformerImpl : public torch::nn::Module {
   void set_activation_checkpointing(bool enabled) { activation_checkpointing_ = enabled; }
   bool activation_checkpointing() const { return activation_checkpointing_; }
 
+  /// How forward() computes attention for a whole sequence with no KV cache and no key mask (T > 1:
+  /// training, the reference policy, teacher-forced scoring); every other call (prefill onto a cache,
+  /// padded batches, decode) always uses kMatmul.
+  ///   kMatmul: the grouped batched GEMMs of decoder_layer (scores [B, kv_heads, groups*T, T] fp32,
+  ///            softmax, P.V), reading K/V in place.
+  ///   kSdpa:   compat::causal_attention (scaled_dot_product_attention, is_causal) on K/V expanded to
+  ///            the query heads. On CUDA with PyTorch 2.x that is FlashAttention-2 for bf16/fp16: no
+  ///            [T, T] score matrix in memory and no separate softmax pass (for a Qwen3-4B shape,
+  ///            a micro-batch of 2 x 4096 tokens has 2*8*(4*4096)*4096 fp32 scores = 4.3 GB per layer;
+  ///            issue 5's MFU target). q and k are cast to v's dtype first (under autocast v
+  ///            is the projection's low-precision output while RoPE left q/k in fp32; the matmul path's
+  ///            autocast casts the same way).
+  ///   kAuto (default): kSdpa on CUDA, kMatmul elsewhere (on CPU LibTorch 1.13 has only the math
+  ///            kernel, which materialises the same scores and additionally copies K/V per group).
+  /// Both compute the same function (tests/policy/test_attention_backend.cpp: values and gradients
+  /// within fp32 rounding, with and without activation checkpointing).
+  enum class AttentionBackend { kAuto, kMatmul, kSdpa };
+  void set_attention_backend(AttentionBackend backend) { attention_backend_ = backend; }
+  AttentionBackend attention_backend() const { return attention_backend_; }
+
   /// CPU decode kernel (issue 4): when on (the default), forward() calls that decode one token per row
   /// onto a non-empty KV cache (T == 1) on CPU in float32 with grad mode and CPU autocast off, for a
   /// dense (non-MoE) model, run decode_cpu() instead of the generic ATen layer: the same formulas
@@ -176,6 +196,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor inv_freq_;       // [head_dim/2] float32 RoPE inverse frequencies (buffer, not saved)
   bool activation_checkpointing_ = false;
   bool cpu_decode_kernel_ = true;
+  AttentionBackend attention_backend_ = AttentionBackend::kAuto;
   // The decode kernel: one token per row. input_ids, positions [B, 1] int64 (CPU); cache non-empty with
   // B rows and every layer; key_mask undefined or [B, cache+1] bool. Returns the final-normed hidden
   // states [B, 1, hidden] float32, like forward(). Throws spade::Error for an out-of-range token id or a
@@ -185,17 +206,23 @@ class TransformerImpl : public torch::nn::Module {
   // decoder_layer() as one checkpoint node (activation checkpointing); transformer.cpp.
   torch::Tensor checkpointed_layer(const torch::Tensor& x, const LayerWeights& w, const ModelConfig& c,
                                    const torch::Tensor& rope_cos, const torch::Tensor& rope_sin,
-                                   const torch::Tensor& mask, size_t layer);
+                                   const torch::Tensor& mask, size_t layer, bool sdpa_causal);
 };
 TORCH_MODULE(Transformer);
+
+/// "auto" | "matmul" | "sdpa" -> TransformerImpl::AttentionBackend (config train.attention, `spade bench
+/// step --attention`). Throws spade::Error naming `where` and the allowed values otherwise.
+TransformerImpl::AttentionBackend parse_attention_backend(const std::string& name, const std::string& where);
 
 /// One decoder layer (pre-norm attention block, then pre-norm MLP or MoE block) on the residual stream
 /// x [B, T, hidden]: returns x + attn(...) + mlp(...) [B, T, hidden]. rope_cos/rope_sin [B, 1, T, head_dim]
 /// in x's dtype; mask [B|1, 1, 1, T, S] bool (true = may attend) or undefined (no masking: T == 1 without
-/// a key mask); cache as in forward() (layer index `layer`). forward() runs this for every layer.
+/// a key mask); cache as in forward() (layer index `layer`). sdpa_causal: attention is plain causal
+/// over these T tokens, computed by compat::causal_attention (AttentionBackend::kSdpa); mask must then
+/// be undefined and cache null. forward() runs this for every layer.
 torch::Tensor decoder_layer(const torch::Tensor& x, const TransformerImpl::LayerWeights& w, const ModelConfig& c,
                             const torch::Tensor& rope_cos, const torch::Tensor& rope_sin, const torch::Tensor& mask,
-                            KVCache* cache, size_t layer);
+                            KVCache* cache, size_t layer, bool sdpa_causal = false);
 
 /// RMSNorm as in HF LlamaRMSNorm: (x.float() * rsqrt(mean(x.float()^2, -1) + eps)).to(x.dtype) * weight.
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);

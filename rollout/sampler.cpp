@@ -270,6 +270,10 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
   const bool was_training = model->is_training();
   model->eval();
   const torch::Device device = model->parameters().front().device();
+  if (params.backend == SamplingParams::Backend::kHost && !device.is_cpu())
+    throw spade::Error("generate: SamplingParams::Backend::kHost needs CPU logits; the model is on " + device.str());
+  const bool host_draw = params.backend == SamplingParams::Backend::kHost ||
+                         (params.backend == SamplingParams::Backend::kAuto && device.is_cpu());
   const auto i64 = torch::TensorOptions().dtype(torch::kLong);
   const std::unordered_set<int64_t> stop(params.stop_token_ids.begin(), params.stop_token_ids.end());
   size_t stop_window = 0;
@@ -352,7 +356,7 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
     const int64_t B = rows.size();
     std::vector<int64_t> chosen(B);
     std::vector<float> logprobs(B);
-    if (next_logits.device().is_cpu()) choose_on_host(next_logits, params, rows, chosen, logprobs);
+    if (host_draw) choose_on_host(next_logits, params, rows, chosen, logprobs);
     else choose_on_device(next_logits, params, rows, chosen, logprobs);
     auto chosen_t = torch::tensor(chosen, i64).to(device);
 

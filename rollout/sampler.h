@@ -51,6 +51,14 @@ struct SamplingParams {
   /// rows x (cached + new) columns stay within this many tokens (at least one sequence is admitted).
   /// Bounds the attention-score memory of a prefill (rows x heads x T x S floats).
   int64_t max_prefill_tokens = 16384;
+  /// Where the filters and the draw run (same semantics and the same random stream per row either way).
+  ///   kAuto:   kHost for CPU logits, kTensor otherwise.
+  ///   kHost:   loops over the raw logits on the CPU (CPU logits only; lazy candidate sorting).
+  ///   kTensor: tensor ops on the logits' device (topk or a full sort, softmax, cumsum): on CUDA only the
+  ///            widest surviving candidate prefix and the logprobs are copied to the host each step. On
+  ///            the CPU it runs the CUDA path's ops there (how the tests cover that path without a GPU).
+  enum class Backend { kAuto, kHost, kTensor };
+  Backend backend = Backend::kAuto;
 };
 
 struct GenerationResult {
@@ -70,7 +78,8 @@ struct GenerationResult {
 /// draws do not depend on which other prompts share the batch; the same inputs, seed and max_batch
 /// give identical results. Runs under torch::NoGradGuard on the model's device. On CPU the filters and
 /// the draw run as loops over the raw logits (and decode steps use the model's CPU decode kernel,
-/// TransformerImpl::set_cpu_decode_kernel); on other devices as tensor ops; the semantics are the same.
+/// TransformerImpl::set_cpu_decode_kernel); on other devices as tensor ops (SamplingParams::backend);
+/// the semantics are the same.
 /// Throws spade::Error for an empty prompt, max_batch < 1 or invalid parameters (temperature < 0,
 /// top_p outside (0, 1], min_p outside [0, 1], stop_strings without detokenize).
 std::vector<GenerationResult> generate(policy::Transformer& model, const std::vector<std::vector<int64_t>>& prompts,

@@ -25,6 +25,7 @@ void visit_fields(Config& c, F&& f) {
   f("train.device", c.train.device);
   f("train.activation_checkpointing", c.train.activation_checkpointing);
   f("train.autocast", c.train.autocast);
+  f("train.attention", c.train.attention);
   f("train.peak_tflops", c.train.peak_tflops);
   f("corpus.path", c.corpus.path);
   f("corpus.build_from", c.corpus.build_from);
@@ -257,6 +258,8 @@ void validate(const Config& c) {
   require(valid_device_spec(c.train.device), "train.device",
           "auto, cpu, cuda or cuda:N (N a GPU index), not '" + c.train.device + "'");
   require(c.train.autocast == "none" || c.train.autocast == "bf16", "train.autocast", "none or bf16");
+  require(c.train.attention == "auto" || c.train.attention == "matmul" || c.train.attention == "sdpa",
+          "train.attention", "auto, matmul or sdpa, not '" + c.train.attention + "'");
   require(c.train.peak_tflops >= 0, "train.peak_tflops", ">= 0 (0: perf/mfu not logged)");
   require(c.selfplay.k >= 1, "selfplay.k", ">= 1");
   require(c.selfplay.steps >= 0, "selfplay.steps", ">= 0");

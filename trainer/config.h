@@ -168,6 +168,8 @@ struct TrainYaml {
                                         // auto = cuda:LOCAL_RANK when CUDA is available, else cpu)
   bool activation_checkpointing = false;  // recompute each decoder layer in backward (policy/transformer.h)
   std::string autocast = "none";        // none | bf16: fp32 master weights, matmuls in bf16 (trainer/autocast.h)
+  std::string attention = "auto";       // auto | matmul | sdpa: causal attention of training forwards
+                                        // (policy/transformer.h AttentionBackend; auto = sdpa on CUDA)
   double peak_tflops = 0;               // > 0: log perf/mfu against this per-device peak (e.g. 989 for an
                                         // H100/H200 SXM in dense bf16); 0: not logged
 };

@@ -202,8 +202,11 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
   // activation checkpointing apply to the training forward passes (grpo_update, warm start).
   policy.model->to(device);
   policy.model->set_activation_checkpointing(config.train.activation_checkpointing);
+  const auto attention = policy::parse_attention_backend(config.train.attention, "train.attention");
+  policy.model->set_attention_backend(attention);
   log("device: " + device.str() + " (train.device " + config.train.device + "), autocast " + config.train.autocast +
-      ", activation checkpointing " + (config.train.activation_checkpointing ? "on" : "off"));
+      ", activation checkpointing " + (config.train.activation_checkpointing ? "on" : "off") + ", attention " +
+      config.train.attention);
   envsandbox::EnvServer server(sandbox_options(config.sandbox));
 
   // The cold start is time-boxed, so it runs on rank 0 alone; every rank then starts self-play from
@@ -234,6 +237,7 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
     const std::string path = config.loss.kl_reference.empty() ? config.model.init_checkpoint : config.loss.kl_reference;
     kl_reference = policy::load_checkpoint(path);
     kl_reference->to(device);
+    kl_reference->set_attention_backend(attention);
     kl_reference->eval();
     for (torch::Tensor& p : kl_reference->parameters()) p.requires_grad_(false);
     log("kl reference: " + path + " (loss.kl_coef " + std::to_string(config.loss.kl_coef) + ", " +

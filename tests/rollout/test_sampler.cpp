@@ -1,6 +1,7 @@
 // Sampler: greedy == argmax of a full forward; rollout logprobs == teacher-forced token_logprobs
-// (TIS ratio 1); top-k 1 == greedy; stop tokens; determinism; batching independence. Plus a disabled
-// throughput benchmark.
+// (TIS ratio 1); top-k 1 == greedy; stop tokens; determinism; batching independence; draws follow the
+// filtered softmax. Each for both draw backends (the CPU's host loop and CUDA's tensor ops). Plus a
+// disabled throughput benchmark.
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -35,9 +36,20 @@ torch::Tensor teacher_forced(Transformer& m, const std::vector<int64_t>& prompt,
 
 }  // namespace
 
-TEST(Sampler, GreedyEqualsArgmaxOfFullForward) {
+// Every test below runs with both draw backends: the host loop (what CPU sampling uses) and the tensor
+// ops (what CUDA sampling uses, here run on CPU tensors): SamplingParams::Backend.
+class SamplerDraws : public ::testing::TestWithParam<SamplingParams::Backend> {
+ protected:
+  SamplingParams params() const {
+    SamplingParams p;
+    p.backend = GetParam();
+    return p;
+  }
+};
+
+TEST_P(SamplerDraws, GreedyEqualsArgmaxOfFullForward) {
   Transformer m = model();
-  SamplingParams p;
+  SamplingParams p = params();
   p.temperature = 0;
   p.max_new_tokens = 12;
   auto res = generate(m, kPrompts, p, /*seed=*/1, /*max_batch=*/2);  // 2 slots: exercises continuous batching
@@ -54,10 +66,10 @@ TEST(Sampler, GreedyEqualsArgmaxOfFullForward) {
   }
 }
 
-TEST(Sampler, LogprobsMatchTeacherForcedSoTisRatioIsOne) {
+TEST_P(SamplerDraws, LogprobsMatchTeacherForcedSoTisRatioIsOne) {
   for (std::string type : {"llama", "qwen2", "qwen3"}) {
     Transformer m = model(type);
-    SamplingParams p;  // defaults: T 0.6, top-p 0.95, top-k 20 (SPADE reference §5)
+    SamplingParams p = params();  // defaults: T 0.6, top-p 0.95, top-k 20 (SPADE reference §5)
     p.max_new_tokens = 16;
     auto res = generate(m, kPrompts, p, 42, /*max_batch=*/3);
     for (size_t i = 0; i < kPrompts.size(); ++i) {
@@ -72,9 +84,9 @@ TEST(Sampler, LogprobsMatchTeacherForcedSoTisRatioIsOne) {
   }
 }
 
-TEST(Sampler, TopK1EqualsGreedyAndSeedsAreDeterministic) {
+TEST_P(SamplerDraws, TopK1EqualsGreedyAndSeedsAreDeterministic) {
   Transformer m = model();
-  SamplingParams greedy;
+  SamplingParams greedy = params();
   greedy.temperature = 0;
   greedy.max_new_tokens = 10;
   SamplingParams k1 = greedy;
@@ -84,7 +96,7 @@ TEST(Sampler, TopK1EqualsGreedyAndSeedsAreDeterministic) {
   auto a = generate(m, kPrompts, k1, 123);
   for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(a[i].tokens, g[i].tokens);
 
-  SamplingParams s;
+  SamplingParams s = params();
   s.temperature = 1.0;
   s.top_k = 0;
   s.top_p = 1.0;
@@ -102,9 +114,9 @@ TEST(Sampler, TopK1EqualsGreedyAndSeedsAreDeterministic) {
   for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(solo[i].tokens, x[i].tokens) << i;
 }
 
-TEST(Sampler, StopsOnStopTokenAndKeepsIt) {
+TEST_P(SamplerDraws, StopsOnStopTokenAndKeepsIt) {
   Transformer m = model();
-  SamplingParams p;
+  SamplingParams p = params();
   p.temperature = 0;
   p.max_new_tokens = 12;
   auto g = generate(m, kPrompts, p, 1);
@@ -127,9 +139,9 @@ TEST(Sampler, StopsOnStopTokenAndKeepsIt) {
   EXPECT_EQ(s[1].tokens.size(), std::min<size_t>(3, s[1].tokens.size()));
 }
 
-TEST(Sampler, TopPAndMinPKeepOnlyLikelyTokens) {
+TEST_P(SamplerDraws, TopPAndMinPKeepOnlyLikelyTokens) {
   Transformer m = model();
-  SamplingParams p;
+  SamplingParams p = params();
   p.temperature = 1.0;
   p.top_k = 0;
   p.top_p = 0.3;
@@ -156,9 +168,9 @@ TEST(Sampler, TopPAndMinPKeepOnlyLikelyTokens) {
 
 // Top-k: every draw is one of the k highest teacher-forced logits (rank = number of strictly larger
 // logits < k), and at a high temperature not always the first (the draw is random among them).
-TEST(Sampler, TopKDrawsOnlyAmongTheKMostLikely) {
+TEST_P(SamplerDraws, TopKDrawsOnlyAmongTheKMostLikely) {
   Transformer m = model();
-  SamplingParams p;
+  SamplingParams p = params();
   p.temperature = 3.0;
   p.top_k = 3;
   p.top_p = 1.0;
@@ -183,7 +195,7 @@ TEST(Sampler, TopKDrawsOnlyAmongTheKMostLikely) {
 // softmax(logits / T) of the teacher-forced logits, computed here with ATen (renormalised over the
 // top-p nucleus for the filtered case). Every token's frequency is within 4.5 standard errors of its
 // probability (a fixed seed: deterministic); tokens outside the nucleus never appear.
-TEST(Sampler, UnfilteredAndTopPDrawsFollowTheSoftmax) {
+TEST_P(SamplerDraws, UnfilteredAndTopPDrawsFollowTheSoftmax) {
   Transformer m = model();
   const std::vector<int64_t> prompt = {3, 1, 4, 1, 5};
   const int n = 4000;
@@ -194,7 +206,7 @@ TEST(Sampler, UnfilteredAndTopPDrawsFollowTheSoftmax) {
     logits = m->lm_head(h[0][4]).to(torch::kDouble);
   }
   for (double top_p : {1.0, 0.8}) {
-    SamplingParams p;
+    SamplingParams p = params();
     p.temperature = 1.5;  // flatten: many tokens get a visible share
     p.top_k = 0;
     p.top_p = top_p;
@@ -224,6 +236,12 @@ TEST(Sampler, UnfilteredAndTopPDrawsFollowTheSoftmax) {
     EXPECT_GT(seen, 5) << "the draws should spread over many tokens at temperature 1.5";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, SamplerDraws,
+                         ::testing::Values(SamplingParams::Backend::kHost, SamplingParams::Backend::kTensor),
+                         [](const ::testing::TestParamInfo<SamplingParams::Backend>& info) {
+                           return std::string(info.param == SamplingParams::Backend::kHost ? "host" : "tensor");
+                         });
 
 TEST(Sampler, RejectsBadInput) {
   Transformer m = model();

@@ -57,18 +57,24 @@ TEST(Device, ConfigKeysAreValidatedAndSaved) {
   EXPECT_NE(error_of([] { parse_config("train: {device: gpu}\n", "x.yaml"); }).find("train.device"), std::string::npos);
   EXPECT_NE(error_of([] { parse_config("train: {autocast: fp16}\n", "x.yaml"); }).find("train.autocast"),
             std::string::npos);
-  const Config c = parse_config("train: {device: 'cuda:1', activation_checkpointing: true, autocast: bf16}\n", "x.yaml");
+  EXPECT_NE(error_of([] { parse_config("train: {attention: flash}\n", "x.yaml"); }).find("train.attention"),
+            std::string::npos);
+  const Config c = parse_config(
+      "train: {device: 'cuda:1', activation_checkpointing: true, autocast: bf16, attention: sdpa}\n", "x.yaml");
   EXPECT_EQ(c.train.device, "cuda:1");
   EXPECT_TRUE(c.train.activation_checkpointing);
   EXPECT_EQ(c.train.autocast, "bf16");
+  EXPECT_EQ(c.train.attention, "sdpa");
   const Config back = parse_config(to_yaml(c), "resolved");
   EXPECT_EQ(back.train.device, "cuda:1");
   EXPECT_TRUE(back.train.activation_checkpointing);
   EXPECT_EQ(back.train.autocast, "bf16");
+  EXPECT_EQ(back.train.attention, "sdpa");
   const Config d = parse_config("", "empty.yaml");  // defaults
   EXPECT_EQ(d.train.device, "auto");
   EXPECT_FALSE(d.train.activation_checkpointing);
   EXPECT_EQ(d.train.autocast, "none");
+  EXPECT_EQ(d.train.attention, "auto");
 }
 
 TEST(Device, RunTrainOnCudaFailsBeforeWritingAnything) {
