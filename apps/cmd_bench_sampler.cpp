@@ -1,12 +1,13 @@
-// `spade bench sampler`: tokens/s of our sampler (rollout::generate) vs a plain PyTorch-in-Python
-// KV-cache generate loop (bench/sampler_ref.py) on the same random weights, prompts and sampling
-// (issue 4). Prints one JSON object; results are recorded in bench/RESULTS.md.
+// `spade bench sampler`: tokens/s of our sampler (rollout::generate) vs Python baselines on the same
+// random weights, prompts and sampling (issue 4): the plain PyTorch-in-Python KV-cache generate loop
+// (bench/sampler_ref.py, "loop") and Hugging Face transformers' model.generate (bench/sampler_hf.py,
+// "hf"). Prints one JSON object (and each row on stderr as it completes); results are recorded in
+// bench/RESULTS.md. The GPU run is scripts/gpu/run_all.sh.
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -16,49 +17,41 @@
 #include "apps/json_io.h"
 #include "common/error.h"
 #include "policy/checkpoint.h"
+#include "policy/model_shapes.h"
 #include "rollout/sampler.h"
+#include "trainer/device_memory.h"
 
 namespace spade::apps {
 
 namespace {
 
-/// Model shapes (qwen3 family, tied embeddings, random weights).
-policy::ModelConfig bench_model(const std::string& name) {
-  policy::ModelConfig c;
-  c.model_type = "qwen3";
-  c.qk_norm = true;
-  c.tie_word_embeddings = true;
-  c.rope_theta = 1e6;
-  c.rms_norm_eps = 1e-6;
-  c.max_position_embeddings = 4096;
-  if (name == "tiny") {  // ~3.4M parameters
-    c.vocab_size = 4096; c.hidden_size = 256; c.intermediate_size = 512; c.num_hidden_layers = 4;
-    c.num_attention_heads = 4; c.num_key_value_heads = 2; c.head_dim = 64;
-  } else if (name == "100m") {  // ~100M parameters (GPT-2-small-like widths, GQA 12/4)
-    c.vocab_size = 32000; c.hidden_size = 768; c.intermediate_size = 2048; c.num_hidden_layers = 12;
-    c.num_attention_heads = 12; c.num_key_value_heads = 4; c.head_dim = 64;
-  } else {
-    throw spade::Error("bench sampler: unknown --model '" + name + "' (tiny | 100m)");
-  }
-  return c;
-}
-
-std::vector<int> parse_list(const std::string& s) {
-  std::vector<int> v;
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> v;
   std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) v.push_back(std::stoi(item));
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) v.push_back(item);
   return v;
 }
 
-nlohmann::json run_python(const std::string& script, const std::string& ckpt, int batch, int prompt, int new_tokens,
-                          int threads, const std::string& device, const std::string& dtype) {
-  const std::string cmd = "OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 " + script + " --checkpoint " + ckpt +
-                          " --batch " + std::to_string(batch) + " --prompt " + std::to_string(prompt) + " --new " +
-                          std::to_string(new_tokens) + " --threads " + std::to_string(threads) + " --device " + device +
-                          " --dtype " + dtype + " 2>&1";
+std::vector<int> parse_ints(const std::string& s) {
+  std::vector<int> v;
+  for (const std::string& item : split(s)) v.push_back(std::stoi(item));
+  return v;
+}
+
+// Runs one baseline script and returns the JSON line it prints last: its timing, or
+// {"skipped": reason} when it cannot run here (sampler_hf.py without transformers).
+nlohmann::json run_baseline(const std::string& python, const std::string& script, const std::string& ckpt, int batch,
+                            int prompt, int new_tokens, int threads, const std::string& device,
+                            const std::string& dtype) {
+  const std::string cmd = "OMP_WAIT_POLICY=PASSIVE " + python + " " + script + " --checkpoint " + ckpt + " --batch " +
+                          std::to_string(batch) + " --prompt " + std::to_string(prompt) + " --new " +
+                          std::to_string(new_tokens) + " --threads " + std::to_string(threads) + " --device " +
+                          device + " --dtype " + dtype + " 2>&1";
   return last_json_line_of(cmd, "bench sampler");
 }
+
+double to_mb(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 }  // namespace
 
@@ -66,6 +59,8 @@ void add_bench_sampler_command(CLI::App& app) {
   struct Args {
     std::string models = "tiny", batches = "1,16,64", work_dir = "/tmp/spade_bench_sampler";
     std::string reference = std::string(SPADE_SOURCE_DIR) + "/bench/sampler_ref.py";
+    std::string hf_reference = std::string(SPADE_SOURCE_DIR) + "/bench/sampler_hf.py";
+    std::string baseline = "loop", python = "/usr/bin/python3";
     std::string device = "cpu", dtype = "float32";
     int prompt = 512, new_tokens = 256, threads = 0;
     bool no_reference = false, no_decode_kernel = false;
@@ -78,24 +73,39 @@ void add_bench_sampler_command(CLI::App& app) {
     bench = app.add_subcommand("bench", "benchmarks");
     bench->require_subcommand(1);
   }
-  CLI::App* cmd = bench->add_subcommand("sampler", "sampler tokens/s vs a plain PyTorch-in-Python KV-cache loop");
-  cmd->add_option("--models", args->models, "comma-separated: tiny (~3.4M), 100m (~100M)");
-  cmd->add_option("--batches", args->batches, "comma-separated batch sizes");
+  CLI::App* cmd = bench->add_subcommand("sampler", "sampler tokens/s vs Python baselines (plain loop, transformers)");
+  cmd->add_option("--models", args->models,
+                  "comma-separated shapes (policy/model_shapes.h): tiny (~3.4M), 100m (~100M), qwen3-0.6b, qwen3-4b");
+  cmd->add_option("--batches", args->batches, "comma-separated batch sizes, run in this order");
   cmd->add_option("--prompt", args->prompt, "prompt tokens per sequence");
   cmd->add_option("--new", args->new_tokens, "new tokens per sequence (no stop tokens)");
   cmd->add_option("--threads", args->threads, "intra-op threads for both sides (0 = all cores)");
-  cmd->add_option("--reference", args->reference, "the Python baseline script");
+  cmd->add_option("--baseline", args->baseline,
+                  "comma-separated baselines, each run per row: loop (--reference, default) | hf (--hf-reference)");
+  cmd->add_option("--reference", args->reference, "the plain-loop baseline script (bench/sampler_ref.py)");
+  cmd->add_option("--hf-reference", args->hf_reference, "the transformers baseline script (bench/sampler_hf.py)");
+  cmd->add_option("--python", args->python, "interpreter command for the baseline scripts (default /usr/bin/python3)");
   cmd->add_option("--work-dir", args->work_dir, "where the random checkpoints are written");
-  cmd->add_option("--device", args->device, "torch device for our sampler and the reference (cpu, cuda)");
-  cmd->add_option("--dtype", args->dtype, "float32 | bfloat16 (weights and activations, both sides)");
+  cmd->add_option("--device", args->device, "torch device for our sampler and the baselines (cpu, cuda)");
+  cmd->add_option("--dtype", args->dtype,
+                  "float32 | bfloat16: weights and activations on both sides, and the checkpoint's dtype");
   cmd->add_flag("--no-reference", args->no_reference, "measure our sampler only");
   cmd->add_flag("--no-decode-kernel", args->no_decode_kernel,
                 "decode with the generic ATen layer instead of the CPU decode kernel (A/B of issue 4)");
   cmd->callback([args] {
     set_action([args] {
+      if (args->dtype != "float32" && args->dtype != "bfloat16")
+        throw spade::Error("bench sampler: --dtype must be float32 or bfloat16, got '" + args->dtype + "'");
+      const std::vector<std::string> baselines = args->no_reference ? std::vector<std::string>{} : split(args->baseline);
+      for (const std::string& b : baselines)
+        if (b != "loop" && b != "hf") throw spade::Error("bench sampler: unknown --baseline '" + b + "' (loop | hf)");
+      std::vector<policy::ModelConfig> shapes;  // all names checked before any model is built
+      const std::vector<std::string> names = split(args->models);
+      for (const std::string& name : names) shapes.push_back(policy::named_model_shape(name));
       const int threads = args->threads > 0 ? args->threads
                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
       at::set_num_threads(threads);
+      const torch::Device device(args->device);
       nlohmann::json report;
       report["bench"] = "sampler";
       report["prompt"] = args->prompt;
@@ -105,46 +115,74 @@ void add_bench_sampler_command(CLI::App& app) {
       report["device"] = args->device;
       report["dtype"] = args->dtype;
       report["decode_kernel"] = !args->no_decode_kernel;
+      report["warmup"] = device.is_cuda() ? "one untimed generate of 4 new tokens per row" : "none";
       report["results"] = nlohmann::json::array();
-      std::stringstream models(args->models);
-      for (std::string name; std::getline(models, name, ',');) {
-        const policy::ModelConfig c = bench_model(name);
+      bool baseline_failed = false;
+      for (size_t m = 0; m < names.size(); ++m) {
+        const std::string& name = names[m];
+        const policy::ModelConfig& c = shapes[m];
         policy::Transformer model(c);
         model->init_weights(1);
         model->set_cpu_decode_kernel(!args->no_decode_kernel);
         const std::string ckpt = args->work_dir + "/" + name;
-        policy::save_checkpoint(ckpt, model);  // fp32 file: the reference casts to --dtype itself
-        const torch::Device device(args->device);
-        if (args->dtype != "float32" && args->dtype != "bfloat16")
-          throw spade::Error("bench sampler: --dtype must be float32 or bfloat16");
+        // In the bench's dtype: what both sides run (our model is cast the same way below), and a 4B
+        // checkpoint in bfloat16 is 8 GB of writes instead of 16.
+        policy::CheckpointSaveOptions save;
+        save.dtype = args->dtype;
+        policy::save_checkpoint(ckpt, model, save);
         model->to(device, args->dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32);
-        for (int batch : parse_list(args->batches)) {
+        for (int batch : parse_ints(args->batches)) {
           std::vector<std::vector<int64_t>> prompts(batch);
           for (int i = 0; i < batch; ++i)
             for (int t = 0; t < args->prompt; ++t) prompts[i].push_back((int64_t(i) * 131 + int64_t(t) * 17) % c.vocab_size);
           rollout::SamplingParams p;  // SPADE defaults: T 0.6, top-p 0.95, top-k 20
-          p.max_new_tokens = args->new_tokens;
           p.max_prefill_tokens = std::max<int64_t>(p.max_prefill_tokens, args->prompt);
+          if (device.is_cuda()) {  // first-call costs (cuBLAS handles, kernel loading) outside the timing
+            p.max_new_tokens = std::min(4, args->new_tokens);
+            rollout::generate(model, prompts, p, 0, batch);
+            torch::cuda::synchronize();
+          }
+          p.max_new_tokens = args->new_tokens;
+          trainer::reset_device_memory_peaks(device);
           auto t0 = std::chrono::steady_clock::now();
           auto res = rollout::generate(model, prompts, p, 0, batch);
           if (device.is_cuda()) torch::cuda::synchronize();
           const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           int64_t n = 0;
           for (auto& r : res) n += r.tokens.size();
+          const auto peaks = trainer::device_memory_peaks(device);  // nullopt off CUDA: reported as null
           nlohmann::json row = {{"model", name}, {"params", c.num_parameters()}, {"batch", batch},
-                                {"tokens", n}, {"seconds", s}, {"tokens_per_s", n / s}};
-          if (!args->no_reference) {
-            nlohmann::json ref = run_python(args->reference, ckpt, batch, args->prompt, args->new_tokens, threads,
-                                              args->device, args->dtype);
-            row["reference"] = ref;
-            row["ratio"] = (n / s) / ref.at("tokens_per_s").get<double>();
+                                {"tokens", n}, {"seconds", s}, {"tokens_per_s", n / s},
+                                {"peak_gpu_allocated_mb", peaks ? nlohmann::json(to_mb(peaks->max_allocated_bytes)) : nlohmann::json()},
+                                {"peak_gpu_reserved_mb", peaks ? nlohmann::json(to_mb(peaks->max_reserved_bytes)) : nlohmann::json()}};
+          row["baselines"] = nlohmann::json::object();
+          for (const std::string& b : baselines) {
+            nlohmann::json ref;
+            try {
+              ref = run_baseline(args->python, b == "hf" ? args->hf_reference : args->reference, ckpt, batch,
+                                 args->prompt, args->new_tokens, threads, args->device, args->dtype);
+              if (!ref.contains("skipped")) {
+                const double ref_tps = ref.at("tokens_per_s").get<double>();
+                if (ref.at("tokens").get<int64_t>() != n || !(ref_tps > 0))
+                  throw spade::Error("bench sampler: baseline " + b + " made " + ref.at("tokens").dump() +
+                                     " tokens at " + ref.at("tokens_per_s").dump() + " tokens/s; ours made " +
+                                     std::to_string(n));
+                ref["ratio"] = (n / s) / ref_tps;  // ours / baseline tokens/s
+              }
+            } catch (const std::exception& e) {  // spade::Error, or a key missing from the baseline's JSON
+              std::string what = e.what();
+              if (what.size() > 4000) what = "..." + what.substr(what.size() - 4000);
+              ref = {{"error", what}};
+              baseline_failed = true;
+            }
+            row["baselines"][b] = ref;
           }
           std::fprintf(stderr, "%s\n", row.dump().c_str());
           report["results"].push_back(row);
         }
       }
       std::printf("%s\n", report.dump(2).c_str());
-      return 0;
+      return baseline_failed ? 1 : 0;
     });
   });
 }

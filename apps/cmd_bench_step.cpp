@@ -1,7 +1,7 @@
 // `spade bench step`: one GRPO optimizer step (trainer::grpo_update) of a random model of a given shape
-// on a given device, with train.device / train.autocast / train.activation_checkpointing as options:
-// tokens/s, MFU and peak host memory as one JSON line (trainer/step_bench.h). The GPU check of issue 5
-// (scripts/gpu/run_trainer_check.sh: Qwen3-4B shape, bf16, 8 x 4096 tokens, NCCL group of one rank)
+// on a given device, with train.device / train.autocast / train.activation_checkpointing / train.attention
+// as options: tokens/s, MFU and peak memory as one JSON line (trainer/step_bench.h). The GPU check of
+// issue 5 (scripts/gpu/run_all.sh, phase trainer: Qwen3-4B shape, bf16, 8 x 4096 tokens, NCCL group of one rank)
 // and the CPU activation-checkpointing memory figure of bench/RESULTS.md.
 #include <ATen/Parallel.h>
 
@@ -41,6 +41,7 @@ void add_bench_step_command(CLI::App& app) {
   cmd->add_option("--device", args->o.device, "auto | cpu | cuda | cuda:N (train.device)");
   cmd->add_option("--autocast", args->o.autocast, "none | bf16 (train.autocast; default bf16)");
   cmd->add_option("--activation-checkpointing", args->o.activation_checkpointing, "true | false (default true)");
+  cmd->add_option("--attention", args->o.attention, "auto | matmul | sdpa (train.attention; default auto)");
   cmd->add_option("--micro-batch-tokens", args->o.micro_batch_tokens, "gradient-accumulation token budget (default 8192)");
   cmd->add_option("--logprob-chunk-rows", args->o.logprob_chunk_rows, "lm_head rows per chunk (default 2048)");
   cmd->add_option("--warmup", args->o.warmup_steps, "untimed steps first (default 1)");
@@ -69,7 +70,7 @@ void add_bench_step_command(CLI::App& app) {
       nlohmann::json j = {{"device", r.device}, {"params", r.params}, {"layers", c.num_hidden_layers},
                           {"hidden", c.hidden_size}, {"vocab", c.vocab_size}, {"batch", o.batch}, {"seq", o.seq},
                           {"tokens", r.tokens}, {"autocast", o.autocast},
-                          {"activation_checkpointing", o.activation_checkpointing},
+                          {"activation_checkpointing", o.activation_checkpointing}, {"attention", o.attention},
                           {"micro_batch_tokens", o.micro_batch_tokens}, {"micro_batches", r.micro_batches},
                           {"group", dist ? dist->backend() : "none"}, {"step_s", r.step_s},
                           {"tokens_per_s", r.tokens_per_s}, {"flops_per_token", r.flops_per_token},

@@ -10,6 +10,8 @@ under the unfiltered temperature-scaled distribution (as our sampler); no stop t
 sequence generates exactly N tokens. Cache: preallocated [B, kv_heads, P+N, head_dim] per layer
 (no per-step concatenation). Prints one JSON line: {"tokens", "seconds", "prefill_s", "decode_s",
 "tokens_per_s", "threads"}. Forward as in tests/policy/reference_forward.py (llama/qwen2/qwen3).
+On CUDA one untimed warm-up run of 4 new tokens on the same batch comes first (as the C++ side and
+sampler_hf.py do); the cache is simply overwritten by the timed run.
 """
 import argparse
 import json
@@ -118,22 +120,27 @@ def main():
               torch.zeros(a.batch, m.kvh, cap, m.d, device=dev, dtype=dt))
              for _ in range(m.cfg["num_hidden_layers"])]
     gen = torch.Generator(device=dev).manual_seed(0)
-    sync()
-    t0 = time.perf_counter()
-    h = m.forward(ids, 0, cache)
-    logits = (h[:, -1] @ m.head.t()).float()
-    sync()
-    t1 = time.perf_counter()
-    out = []
-    for step in range(a.new):
-        tok, _ = sample(logits, gen)
-        out.append(tok)
-        if step + 1 == a.new:
-            break
-        h = m.forward(tok.view(-1, 1), a.prompt + step, cache)
+
+    def run(new):
+        """Prefill, then `new` sampled tokens per sequence; returns (start, prefill done, end) times."""
+        sync()
+        t0 = time.perf_counter()
+        h = m.forward(ids, 0, cache)
         logits = (h[:, -1] @ m.head.t()).float()
-    sync()
-    t2 = time.perf_counter()
+        sync()
+        t1 = time.perf_counter()
+        for step in range(new):
+            tok, _ = sample(logits, gen)
+            if step + 1 == new:
+                break
+            h = m.forward(tok.view(-1, 1), a.prompt + step, cache)
+            logits = (h[:, -1] @ m.head.t()).float()
+        sync()
+        return t0, t1, time.perf_counter()
+
+    if dev.type == "cuda":  # first-call costs (cuBLAS handles, kernel loading) outside the timing
+        run(min(4, a.new))
+    t0, t1, t2 = run(a.new)
     n = a.batch * a.new
     print(json.dumps({"tokens": n, "seconds": t2 - t0, "prefill_s": t1 - t0, "decode_s": t2 - t1,
                       "tokens_per_s": n / (t2 - t0), "threads": torch.get_num_threads()}))

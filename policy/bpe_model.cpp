@@ -12,8 +12,8 @@ namespace spade::policy {
 
 BpeModel::BpeModel(std::unordered_map<std::string, int64_t> vocab,
                    const std::vector<std::pair<std::string, std::string>>& merges, bool ignore_merges,
-                   int64_t unk_id, const std::string& where)
-    : vocab_(std::move(vocab)), ignore_merges_(ignore_merges), unk_id_(unk_id) {
+                   int64_t unk_id, const std::string& where, BpeSpelling spelling)
+    : vocab_(std::move(vocab)), ignore_merges_(ignore_merges), unk_id_(unk_id), spelling_(spelling) {
   int64_t end = 0;
   for (const auto& [p, id] : vocab_) {
     if (id < 0 || id > INT32_MAX) throw spade::Error(where + ": model.vocab: id " + std::to_string(id) + " of '" + p + "' is out of range");
@@ -24,10 +24,14 @@ BpeModel::BpeModel(std::unordered_map<std::string, int64_t> vocab,
   has_.assign(end, 0);
   for (const auto& [p, id] : vocab_) {
     pieces_[id] = p;
-    bytes_[id] = byte_level::decode(p);
+    bytes_[id] = spelling == BpeSpelling::kByteLevel ? byte_level::decode(p) : p;
     has_[id] = 1;
   }
   for (int b = 0; b < 256; ++b) {
+    if (spelling != BpeSpelling::kByteLevel) {
+      byte_id_[b] = -1;
+      continue;
+    }
     std::string s;
     byte_level::append_utf8(s, byte_level::byte_to_char(static_cast<uint8_t>(b)));
     auto it = vocab_.find(s);
@@ -56,6 +60,8 @@ const std::string* BpeModel::bytes(int64_t id) const {
 
 void BpeModel::encode_word(const std::string& word, std::vector<int64_t>& out) const {
   if (word.empty()) return;
+  if (spelling_ != BpeSpelling::kByteLevel)
+    throw spade::Error("BpeModel::encode_word: the vocabulary is not spelled in the byte-level alphabet");
   if (ignore_merges_) {
     auto it = vocab_.find(byte_level::encode(word));
     if (it != vocab_.end()) {
@@ -63,21 +69,29 @@ void BpeModel::encode_word(const std::string& word, std::vector<int64_t>& out) c
       return;
     }
   }
-  const int n = static_cast<int>(word.size());
-  std::vector<int64_t> id(n);
-  std::vector<int> next(n), prev(n);
-  for (int i = 0; i < n; ++i) {
+  std::vector<int64_t> symbols(word.size());
+  for (size_t i = 0; i < word.size(); ++i) {
     const uint8_t b = static_cast<uint8_t>(word[i]);
-    id[i] = byte_id_[b];
-    if (id[i] < 0) {
+    symbols[i] = byte_id_[b];
+    if (symbols[i] < 0) {
       if (unk_id_ < 0) {
         char hex[8];
         std::snprintf(hex, sizeof(hex), "0x%02X", b);
         throw spade::Error(std::string("BPE encode: byte ") + hex +
                            " has no one-character piece in the vocabulary and the model has no unk_token");
       }
-      id[i] = unk_id_;
+      symbols[i] = unk_id_;
     }
+  }
+  merge_all(symbols);
+  out.insert(out.end(), symbols.begin(), symbols.end());
+}
+
+void BpeModel::merge_all(std::vector<int64_t>& id) const {
+  const int n = static_cast<int>(id.size());
+  if (n < 2) return;
+  std::vector<int> next(n), prev(n);
+  for (int i = 0; i < n; ++i) {
     next[i] = i + 1 < n ? i + 1 : -1;
     prev[i] = i - 1;
   }
@@ -104,7 +118,9 @@ void BpeModel::encode_word(const std::string& word, std::vector<int64_t>& out) c
     push(prev[left]);
     push(left);
   }
-  for (int i = 0; i >= 0; i = next[i]) out.push_back(id[i]);
+  size_t k = 0;
+  for (int i = 0; i >= 0; i = next[i]) id[k++] = id[i];
+  id.resize(k);
 }
 
 }  // namespace spade::policy

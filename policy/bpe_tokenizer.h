@@ -3,14 +3,9 @@
 // Thread safety: immutable after loading; all methods const and safe to call concurrently.
 //
 // encode(text) follows HF tokenizers' Tokenizer::encode (tokenizer/mod.rs) without post-processing:
-//   1. added tokens ("added_tokens") are cut out of the raw text first, leftmost match first and the
-//      longest among matches at the same position (HF's AddedVocabulary, leftmost-longest). Tokens with
-//      "special": true are only matched when parse_special is true; otherwise their text is encoded as
-//      ordinary text and never yields the special id. Tokens with "special": false are always matched
-//      (HF does the same: they are vocabulary words). "lstrip"/"rstrip" absorb ASCII whitespace beside the
-//      match; "single_word" requires no ASCII letter, digit or '_' on either side. "normalized" is not
-//      used: every added token is matched in the raw text (HF matches normalized=true tokens after
-//      normalization; the same for the ASCII contents of the Qwen2 and Llama 3 special tokens).
+//   1. added tokens ("added_tokens") are cut out of the raw text first (policy/added_tokens.h); tokens
+//      with "special": true only when parse_special is true, otherwise their text is encoded as ordinary
+//      text and never yields the special id,
 //   2. each remaining segment goes through the "normalizer" (null, NFC/NFD/NFKC/NFKD, or a Sequence of
 //      these; policy/unicode_normalize.h),
 //   3. then the "pre_tokenizer" steps in order: Split (regex or string pattern, any behavior, invert;
@@ -31,7 +26,7 @@
 // Errors (spade::Error, message naming the file and the JSON field): unreadable file or bad JSON;
 // model.type other than "BPE"; missing model.vocab or model.merges, or a merge whose pieces are not in
 // the vocabulary; a merge that is neither "a b" nor ["a", "b"]; model.continuing_subword_prefix,
-// end_of_word_suffix or byte_fallback set (SentencePiece-style BPE: use the tokenizer.model); no
+// end_of_word_suffix or byte_fallback set (SentencePiece-style BPE: policy/sp_bpe_tokenizer.h); no
 // ByteLevel pre-tokenizer or decoder (not a byte-level BPE); an unsupported normalizer, pre-tokenizer or
 // decoder type; a Split pattern that PCRE2 cannot compile; an added token without id or content.
 #pragma once
@@ -42,38 +37,31 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "policy/added_tokens.h"
 #include "policy/bpe_model.h"
 #include "policy/regex_split.h"
 #include "policy/tokenizer_backend.h"
+#include "policy/tokenizer_json.h"
 #include "policy/unicode_normalize.h"
 
 namespace spade::policy {
-
-/// One entry of tokenizer.json "added_tokens".
-struct AddedToken {
-  int64_t id = -1;
-  std::string content;
-  bool special = false, lstrip = false, rstrip = false, single_word = false;
-};
-
-/// Token ids named by the model's config files; -1 = not given.
-struct BpeSpecialIds {
-  int64_t bos = -1, eos = -1, pad = -1;
-};
 
 class BpeTokenizer final : public TokenizerBackend {
  public:
   /// Parses tokenizer.json text; `where` (the file name) prefixes every error. See the file comment for
   /// what is supported and what throws.
   static std::unique_ptr<BpeTokenizer> from_json_text(const std::string& json_text, const std::string& where);
+  /// The same for already parsed JSON.
+  static std::unique_ptr<BpeTokenizer> from_json(const nlohmann::json& j, const std::string& where);
 
-  /// Reads `path` (a tokenizer.json) and then the special ids from the files beside it:
-  /// tokenizer_config.json "bos_token" / "eos_token" / "pad_token" (a string, or an object with
-  /// "content"; null = not set), each converted with token_id(); for one not set there, config.json
-  /// "bos_token_id" / "eos_token_id" (an int, or a list whose first entry is used) / "pad_token_id".
-  /// Ids not given anywhere stay -1. Throws spade::Error naming the file and key for unreadable or bad
-  /// JSON, or a token string that is not in the vocabulary.
+  /// Reads `path` (a tokenizer.json) and then the special ids from the files beside it
+  /// (tokenizer_json::read_special_ids: tokenizer_config.json, else config.json). Throws spade::Error
+  /// naming the file and key for unreadable or bad JSON, or a token string that is not in the vocabulary.
   static std::unique_ptr<BpeTokenizer> load(const std::string& path);
+  /// The same with the file's JSON `j` already parsed.
+  static std::unique_ptr<BpeTokenizer> load(const nlohmann::json& j, const std::string& path);
 
   void set_special_ids(const BpeSpecialIds& ids) { special_ids_ = ids; }
 
@@ -95,7 +83,7 @@ class BpeTokenizer final : public TokenizerBackend {
   int64_t vocab_size() const override;
   const char* kind() const override { return "bpe"; }
 
-  const std::vector<AddedToken>& added_tokens() const { return added_; }
+  const std::vector<AddedToken>& added_tokens() const { return added_.tokens(); }
   const BpeModel& model() const { return *model_; }
 
  private:
@@ -103,19 +91,11 @@ class BpeTokenizer final : public TokenizerBackend {
     std::shared_ptr<RegexSplitter> splitter;  // null: no split in this step
     bool add_prefix_space = false;            // ByteLevel only
   };
-  struct Segment {
-    size_t begin, end;
-    int64_t added_id;  // -1: ordinary text
-  };
-  std::vector<Segment> split_added(const std::string& text, bool parse_special) const;
-
   std::string where_;
   std::unique_ptr<BpeModel> model_;
   std::vector<UnicodeForm> normalizers_;
   std::vector<PreStep> pre_steps_;
-  std::vector<AddedToken> added_;
-  std::unordered_map<std::string, int64_t> added_by_content_;
-  std::unordered_map<int64_t, size_t> added_by_id_;  // id -> index in added_
+  AddedVocabulary added_;
   BpeSpecialIds special_ids_;
 };
 

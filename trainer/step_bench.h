@@ -10,15 +10,14 @@
 #include <vector>
 
 #include "policy/model_config.h"
+#include "policy/model_shapes.h"
 #include "rollout/sample.h"
 #include "trainer/distributed.h"
 
 namespace spade::trainer {
 
-/// The Qwen3-4B architecture (Hugging Face Qwen/Qwen3-4B config.json): hidden 2560, 36 layers, 32 query
-/// / 8 kv heads of head_dim 128, intermediate 9728, vocab 151936, tied embeddings, q/k RMSNorm,
-/// rope_theta 1e6, rms_norm_eps 1e-6: 4.02B parameters (3.6B without the embedding).
-policy::ModelConfig qwen3_4b_shape();
+/// The Qwen3-4B architecture, defined in policy/model_shapes.h (shared with `spade bench sampler`).
+using policy::qwen3_4b_shape;
 
 /// Model FLOPs of one training token (forward + backward) at sequence length `seq`, by the PaLM formula
 /// (Chowdhery et al. 2022, appendix B): 6 * N + 12 * L * H * Q * T, where N counts the weights that
@@ -50,6 +49,7 @@ struct StepBenchOptions {
   std::string device = "auto";               // train.device syntax (trainer/device.h)
   std::string autocast = "bf16";             // train.autocast
   bool activation_checkpointing = true;      // train.activation_checkpointing
+  std::string attention = "auto";            // train.attention (auto: scaled_dot_product_attention on CUDA)
   int micro_batch_tokens = 8192;             // optim.micro_batch_tokens (gradient accumulation)
   int logprob_chunk_rows = 2048;             // optim.logprob_chunk_rows
   int warmup_steps = 1, steps = 1;           // untimed, then timed optimizer steps

@@ -7,7 +7,8 @@
 #      sentencepiece): PyTorch wheels built with the pre-C++11 string ABI (torch._C._GLIBCXX_USE_CXX11_ABI
 #      false) cannot link Debian's binaries of those, so use_debs.sh rebuilds them there with that ABI.
 # Output: gpu_debs/ (git-ignored, ~51 MB; the device tool's carry limit is 64 MiB), then e.g.
-#   run(command="OUT=$OUT scripts/gpu/run_checks.sh", carry=["gpu_debs"])
+#   run(command="bash scripts/gpu/run_all.sh", carry=["gpu_debs"], timeout_s=600)  (see run_all.sh)
+# STATUS: run here (56 packages); what it gathers has never been used on a GPU machine yet.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUTDIR=${1:-gpu_debs}

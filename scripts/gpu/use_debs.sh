@@ -10,14 +10,17 @@
 #    variables (PKG_CONFIG_LIBDIR limited to the extracted tree, PKG_CONFIG_SYSROOT_DIR = the prefix,
 #    so `-I/usr/include` of a .pc file becomes the extracted copy).
 # Returns non-zero with a message naming the step that failed. Never installs anything system-wide.
+# STATUS: never run on a GPU machine yet. `scripts/gpu/run_all.sh --dry-run` (phase debs) runs it here:
+# unpacking and a CMake configure against Debian's LibTorch; the old-ABI rebuild branch is not
+# exercised here (Debian's torch uses the C++11 ABI, as does torch 2.11 on the H200 image).
 use_debs() {
   local debs=$1 torch_prefix=$2 py=$3
   local deps=${SPADE_DEPS:-$PWD/build-gpu-deps}
   local arch lib
   arch=$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
-  lib=$deps/usr/lib/$arch
   [ -d "$debs" ] || { echo "use_debs: $debs missing (run scripts/gpu/fetch_debs.sh here and carry it)"; return 1; }
-  mkdir -p "$deps"
+  mkdir -p "$deps" && deps=$(cd "$deps" && pwd)  # absolute: it ends up in CMake's include directories
+  lib=$deps/usr/lib/$arch
   if [ ! -f "$deps/.extracted" ]; then
     local d tmp
     for d in "$debs"/*.deb; do

