@@ -2,21 +2,54 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unicode/uchar.h>
+
 #include <algorithm>
-#include <cctype>
 
 #include "common/error.h"
+#include "policy/byte_level.h"
 #include "policy/tokenizer_json.h"
 
 namespace spade::policy {
 namespace {
 
-bool is_word_byte(unsigned char c) { return std::isalnum(c) || c == '_'; }
-bool is_ascii_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+// HF's classes (added_vocabulary.rs, Rust regex crate, Unicode mode): lstrip / rstrip absorb \s (the
+// White_Space property); single_word refuses a neighbour matching \w (UTS #18 word characters:
+// Alphabetic, marks Mn/Mc/Me, decimal digits Nd, connector punctuation Pc such as '_', Join_Control).
+// Invalid UTF-8 bytes (cp < 0) are neither.
+bool is_space(int32_t cp) { return cp >= 0 && u_isUWhiteSpace(cp); }
+bool is_word(int32_t cp) {
+  if (cp < 0) return false;
+  if (u_hasBinaryProperty(cp, UCHAR_ALPHABETIC) || u_hasBinaryProperty(cp, UCHAR_JOIN_CONTROL)) return true;
+  const int8_t t = u_charType(cp);
+  return t == U_NON_SPACING_MARK || t == U_COMBINING_SPACING_MARK || t == U_ENCLOSING_MARK ||
+         t == U_DECIMAL_DIGIT_NUMBER || t == U_CONNECTOR_PUNCTUATION;
+}
+
+// The character of `s` ending at byte `end` > 0: its code point (-1: an invalid byte) and byte length.
+int32_t char_before(const std::string& s, size_t end, size_t& len) {
+  size_t b = end - 1;
+  while (b > 0 && end - b < 4 && (static_cast<unsigned char>(s[b]) & 0xC0) == 0x80) --b;
+  int32_t cp;
+  const size_t n = static_cast<size_t>(byte_level::utf8_next(s, b, cp));
+  if (b + n != end) {
+    len = 1;
+    return -1;
+  }
+  len = n;
+  return cp;
+}
+
+// The character of `s` starting at byte `pos` < s.size(): its code point (-1: invalid) and byte length.
+int32_t char_at(const std::string& s, size_t pos, size_t& len) {
+  int32_t cp;
+  len = static_cast<size_t>(byte_level::utf8_next(s, pos, cp));
+  return cp;
+}
 
 }  // namespace
 
-AddedVocabulary::AddedVocabulary(const nlohmann::json& j, const std::string& where) {
+AddedVocabulary::AddedVocabulary(const nlohmann::json& j, const std::string& where, int64_t max_id) {
   if (j.is_null()) return;
   if (!j.is_array()) throw spade::Error(where + ": expected an array");
   for (size_t i = 0; i < j.size(); ++i) {
@@ -28,6 +61,9 @@ AddedVocabulary::AddedVocabulary(const nlohmann::json& j, const std::string& whe
       throw spade::Error(at + ": missing non-empty string \"content\"");
     AddedToken tok;
     tok.id = a["id"].get<int64_t>();
+    if (tok.id > max_id)
+      throw spade::Error(at + ": id " + std::to_string(tok.id) + " is out of range (0.." + std::to_string(max_id) +
+                         ": the vocabulary's ids + 2^20)");
     tok.content = a["content"].get<std::string>();
     tok.special = tokenizer_json::get_bool(a, "special", false, at);
     tok.lstrip = tokenizer_json::get_bool(a, "lstrip", false, at);
@@ -75,8 +111,9 @@ std::vector<AddedVocabulary::Segment> AddedVocabulary::split(const std::string& 
         const AddedToken& a = *cands[i];
         if (a.single_word) {
           const size_t e = next[i] + a.content.size();
-          const bool left_ok = next[i] == 0 || !is_word_byte(text[next[i] - 1]);
-          const bool right_ok = e >= text.size() || !is_word_byte(text[e]);
+          size_t n;
+          const bool left_ok = next[i] == 0 || !is_word(char_before(text, next[i], n));
+          const bool right_ok = e >= text.size() || !is_word(char_at(text, e, n));
           if (!left_ok || !right_ok) {
             next[i] = text.find(a.content, next[i] + 1);
             continue;
@@ -92,10 +129,11 @@ std::vector<AddedVocabulary::Segment> AddedVocabulary::split(const std::string& 
     }
     if (!tok) break;
     size_t b = best, e = best + tok->content.size();
+    size_t n;
     if (tok->lstrip)
-      while (b > pos && is_ascii_space(text[b - 1])) --b;
+      while (b > pos && is_space(char_before(text, b, n)) && b - n >= pos) b -= n;
     if (tok->rstrip)
-      while (e < text.size() && is_ascii_space(text[e])) ++e;
+      while (e < text.size() && is_space(char_at(text, e, n))) e += n;
     if (b > pos) out.push_back({pos, b, -1});
     out.push_back({b, e, tok->id});
     pos = e;

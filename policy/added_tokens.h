@@ -5,8 +5,10 @@
 //
 // Matching (split()): leftmost match first, the longest among matches at the same position (HF's
 // leftmost-longest). Tokens with "special": true are only matched when parse_special is true; tokens with
-// "special": false always (HF does the same: they are vocabulary words). "lstrip"/"rstrip" absorb ASCII
-// whitespace beside the match; "single_word" requires no ASCII letter, digit or '_' on either side.
+// "special": false always (HF does the same: they are vocabulary words). "lstrip"/"rstrip" absorb the
+// whitespace beside the match (HF's regex \s: Unicode White_Space, NBSP and U+3000 too); "single_word"
+// requires no word character (HF's regex \w: letters, marks, decimal digits, '_' and other connector
+// punctuation, ZWJ/ZWNJ) on either side.
 // "normalized" is not used: every token is matched in the raw text. HF matches normalized=false tokens
 // there too, but normalized=true ones in the normalized text (after normalizing their content); every
 // added token of the real files tested (Qwen2.5, Qwen3, Llama 3, Mistral v0.1, Gemma 3) is normalized=false.
@@ -40,8 +42,9 @@ class AddedVocabulary {
   AddedVocabulary() = default;
   /// Parses tokenizer.json "added_tokens" (an array, or null = none); `where` (e.g. "F.json: added_tokens")
   /// prefixes errors. Throws spade::Error naming the entry for an entry without a non-negative integer
-  /// "id" or a non-empty string "content", or a non-boolean flag.
-  AddedVocabulary(const nlohmann::json& added_tokens, const std::string& where);
+  /// "id" or a non-empty string "content", an id above `max_id` (callers: the model's id_end() +
+  /// BpeModel::kMaxIdGap, so vocab_size() stays near the real vocabulary), or a non-boolean flag.
+  AddedVocabulary(const nlohmann::json& added_tokens, const std::string& where, int64_t max_id);
 
   /// Cuts `text` into segments in order (see the file comment); their concatenation is `text` except for
   /// the whitespace that lstrip/rstrip tokens absorb.

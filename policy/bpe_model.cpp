@@ -15,8 +15,13 @@ BpeModel::BpeModel(std::unordered_map<std::string, int64_t> vocab,
                    int64_t unk_id, const std::string& where, BpeSpelling spelling)
     : vocab_(std::move(vocab)), ignore_merges_(ignore_merges), unk_id_(unk_id), spelling_(spelling) {
   int64_t end = 0;
+  // The tables below are indexed by id, so ids far beyond the number of pieces would cost memory for
+  // nothing (2^31 entries: tens of GB); real files are dense (Gemma 3: ids 0..262143, no gaps).
+  const int64_t max_id = std::min<int64_t>(INT32_MAX, static_cast<int64_t>(vocab_.size()) + kMaxIdGap);
   for (const auto& [p, id] : vocab_) {
-    if (id < 0 || id > INT32_MAX) throw spade::Error(where + ": model.vocab: id " + std::to_string(id) + " of '" + p + "' is out of range");
+    if (id < 0 || id > max_id)
+      throw spade::Error(where + ": model.vocab: id " + std::to_string(id) + " of '" + p + "' is out of range (0.." +
+                         std::to_string(max_id) + ": the number of pieces + 2^20)");
     end = std::max(end, id + 1);
   }
   pieces_.assign(end, "");

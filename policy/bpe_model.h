@@ -33,7 +33,7 @@ class BpeModel {
   /// at encode time; HF would silently drop it). `where` names the file for errors. `spelling`: see
   /// BpeSpelling (kText: `ignore_merges` and `unk_id` are unused here; policy/sp_bpe_model.h applies them).
   /// Throws spade::Error naming `where` and the merge index when a merge's left, right or merged piece
-  /// is not in the vocabulary, or for a negative id.
+  /// is not in the vocabulary, or for an id that is negative or above vocab.size() + kMaxIdGap.
   BpeModel(std::unordered_map<std::string, int64_t> vocab,
            const std::vector<std::pair<std::string, std::string>>& merges, bool ignore_merges, int64_t unk_id,
            const std::string& where, BpeSpelling spelling = BpeSpelling::kByteLevel);
@@ -63,6 +63,9 @@ class BpeModel {
   /// nullptr when not in the vocabulary.
   const std::string* bytes(int64_t id) const;
   size_t num_merges() const { return merges_.size(); }
+
+  /// Largest tolerated excess of an id over the number of pieces (gaps in the ids; per-id tables).
+  static constexpr int64_t kMaxIdGap = int64_t{1} << 20;
 
  private:
   struct Merge {

@@ -111,7 +111,8 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_json(const json& j, const std::
   }
 
   // --- added_tokens ---
-  t->added_ = AddedVocabulary(j.contains("added_tokens") ? j["added_tokens"] : json(), where + ": added_tokens");
+  t->added_ = AddedVocabulary(j.contains("added_tokens") ? j["added_tokens"] : json(), where + ": added_tokens",
+                              t->model_->id_end() + BpeModel::kMaxIdGap);
   return t;
 }
 

@@ -28,7 +28,8 @@
 // the vocabulary; a merge that is neither "a b" nor ["a", "b"]; model.continuing_subword_prefix,
 // end_of_word_suffix or byte_fallback set (SentencePiece-style BPE: policy/sp_bpe_tokenizer.h); no
 // ByteLevel pre-tokenizer or decoder (not a byte-level BPE); an unsupported normalizer, pre-tokenizer or
-// decoder type; a Split pattern that PCRE2 cannot compile; an added token without id or content.
+// decoder type; a Split pattern that PCRE2 cannot compile; an added token without id or content, or
+// with an id beyond the vocabulary's + 2^20 (policy/added_tokens.h).
 #pragma once
 
 #include <cstdint>

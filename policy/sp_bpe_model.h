@@ -31,7 +31,7 @@ class SpBpeModel {
   };
 
   /// `parts` from tokenizer_json::parse_bpe_model; `where` names the file for errors. Throws spade::Error
-  /// as BpeModel's constructor does (a merge whose pieces are not in the vocabulary, a negative id).
+  /// as BpeModel's constructor does (a merge whose pieces are not in the vocabulary, an id out of range).
   SpBpeModel(tokenizer_json::BpeModelParts parts, const Options& options, const std::string& where);
 
   /// Appends the ids of one pre-token (normalized UTF-8 text, "▁" for spaces); "" appends nothing.

@@ -49,7 +49,8 @@ std::unique_ptr<SpBpeTokenizer> SpBpeTokenizer::from_json(const json& j, const s
   if (j.contains("normalizer")) t->parse_normalizer(j["normalizer"], where + ": normalizer");
   if (j.contains("pre_tokenizer")) t->parse_pre_tokenizer(j["pre_tokenizer"], where + ": pre_tokenizer");
   t->decoder_ = SpDecoder(j.contains("decoder") ? j["decoder"] : json(), where + ": decoder");
-  t->added_ = AddedVocabulary(j.contains("added_tokens") ? j["added_tokens"] : json(), where + ": added_tokens");
+  t->added_ = AddedVocabulary(j.contains("added_tokens") ? j["added_tokens"] : json(), where + ": added_tokens",
+                              t->model_->model().id_end() + BpeModel::kMaxIdGap);
   return t;
 }
 

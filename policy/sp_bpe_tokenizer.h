@@ -33,7 +33,7 @@
 // pre-tokenizer or decoder type not listed above (ByteLevel included: that file is a byte-level BPE); a
 // Split pattern that PCRE2 cannot compile;
 // a Replace with a Regex pattern; a Metaspace prepend_scheme other than always/first/never; an added
-// token without id or content.
+// token without id or content, or with an id beyond the vocabulary's + 2^20 (policy/added_tokens.h).
 #pragma once
 
 #include <cstdint>

@@ -46,10 +46,11 @@ Tokenizer Tokenizer::load(const std::string& path) {
 namespace {
 
 /// True when the tokenizer.json at `path` is SentencePiece-style (tokenizer_json::is_sentencepiece_style).
-/// Unreadable JSON: false (loading it reports).
+/// Unreadable, invalid or too deeply nested JSON: false (loading it reports).
 bool sentencepiece_style_json(const fs::path& path) {
   try {
-    return tokenizer_json::is_sentencepiece_style(nlohmann::json::parse(spade::read_file(path.string())));
+    const std::string file = path.string();
+    return tokenizer_json::is_sentencepiece_style(tokenizer_json::parse(spade::read_file(file), file));
   } catch (const std::exception&) {
     return false;
   }

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
@@ -12,6 +14,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+
+// serde_json's default recursion limit (HF tokenizers reads tokenizer.json with serde_json).
+constexpr int kMaxJsonDepth = 128;
 
 // tokenizer_config.json "bos_token" etc.: a string, {"content": ...}, or null/absent ("").
 std::string config_token(const json& j, const char* key, const std::string& where) {
@@ -32,14 +37,38 @@ int64_t config_id(const json& j, const char* key, const std::string& where) {
   throw spade::Error(where + ": \"" + key + "\" must be an integer or a list of integers");
 }
 
+// Throws when a value of `j` sits more than kMaxJsonDepth arrays/objects deep, naming the top-level
+// key it is under. Iterative: nlohmann's dump() and copies recurse once per level, so a file nested
+// 200000 deep would overflow the stack in the code that reads it.
+void check_depth(const json& j, const std::string& where) {
+  auto check = [&](const json& root, int root_depth, const std::string& key) {
+    std::vector<std::pair<const json*, int>> stack{{&root, root_depth}};
+    while (!stack.empty()) {
+      const auto [v, depth] = stack.back();
+      stack.pop_back();
+      if (!v->is_structured()) continue;
+      if (depth >= kMaxJsonDepth)
+        throw spade::Error(where + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels" +
+                           (key.empty() ? "" : " under \"" + key + "\"") +
+                           " (HF's loader, serde_json, stops there too)");
+      for (const json& child : *v) stack.emplace_back(&child, depth + 1);
+    }
+  };
+  if (!j.is_object()) return check(j, 0, "");
+  for (auto it = j.begin(); it != j.end(); ++it) check(it.value(), 1, it.key());
+}
+
 }  // namespace
 
 json parse(const std::string& text, const std::string& where) {
+  json j;
   try {
-    return json::parse(text);
+    j = json::parse(text);
   } catch (const json::exception& e) {
     throw spade::Error(where + ": invalid JSON: " + e.what());
   }
+  check_depth(j, where);
+  return j;
 }
 
 json read(const std::string& path) {

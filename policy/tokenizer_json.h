@@ -21,11 +21,13 @@ struct BpeSpecialIds {
 
 namespace tokenizer_json {
 
-/// Parses `text`; throws spade::Error "<where>: invalid JSON: ..." on a syntax error.
+/// Parses `text`; throws spade::Error "<where>: invalid JSON: ..." on a syntax error, and "<where>: JSON
+/// nested deeper than 128 levels under \"<top-level key>\"" for deeper arrays/objects (serde_json's limit,
+/// which HF's loader has too; nlohmann's dump() and copies recurse per level and would overflow the stack).
 nlohmann::json parse(const std::string& text, const std::string& where);
 
-/// Reads and parses the file `path`; throws spade::Error naming `path` when it does not exist, cannot be
-/// read or is not JSON.
+/// Reads and parses the file `path` (as parse()); throws spade::Error naming `path` when it does not
+/// exist, cannot be read, is not JSON or is nested too deep.
 nlohmann::json read(const std::string& path);
 
 /// j["type"] of an object; throws spade::Error "<where>: expected an object with a string \"type\"".

@@ -235,7 +235,11 @@ void choose_on_device(const torch::Tensor& logits, const SamplingParams& params,
 
 void validate(const SamplingParams& params, int max_batch) {
   if (max_batch < 1) throw spade::Error("generate: max_batch must be >= 1");
-  if (params.temperature < 0) throw spade::Error("generate: temperature must be >= 0");
+  // 0 < temperature < 1e-5 (vLLM's _SAMPLING_EPS, below which it samples greedily) overflows logits /
+  // temperature in float32 (1e-40: inf, NaN logprobs); NaN or inf would pass a plain >= 0 check.
+  if (!(params.temperature == 0 || (params.temperature >= 1e-5 && std::isfinite(params.temperature))))
+    throw spade::Error("generate: temperature must be 0 (greedy) or finite and >= 1e-5, not " +
+                       std::to_string(params.temperature));
   if (!(params.top_p > 0 && params.top_p <= 1)) throw spade::Error("generate: top_p must be in (0, 1]");
   if (!(params.min_p >= 0 && params.min_p <= 1)) throw spade::Error("generate: min_p must be in [0, 1]");
   if (!params.stop_strings.empty() && !params.detokenize)

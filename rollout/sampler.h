@@ -30,7 +30,7 @@ namespace spade::rollout {
 
 /// Defaults: SPADE reference §5 (temperature 0.6, top-p 0.95, top-k 20).
 struct SamplingParams {
-  double temperature = 0.6;   // 0 = greedy (argmax); logprobs then use temperature 1
+  double temperature = 0.6;   // 0 = greedy (argmax; logprobs then use temperature 1), else finite >= 1e-5
   double top_p = 0.95;        // nucleus: keep the smallest prefix (by prob, descending) whose mass >= top_p
   int top_k = 20;             // keep the k most likely tokens; <= 0 disables
   double min_p = 0.0;         // keep tokens with p >= min_p * p_max; 0 disables
@@ -80,8 +80,8 @@ struct GenerationResult {
 /// the draw run as loops over the raw logits (and decode steps use the model's CPU decode kernel,
 /// TransformerImpl::set_cpu_decode_kernel); on other devices as tensor ops (SamplingParams::backend);
 /// the semantics are the same.
-/// Throws spade::Error for an empty prompt, max_batch < 1 or invalid parameters (temperature < 0,
-/// top_p outside (0, 1], min_p outside [0, 1], stop_strings without detokenize).
+/// Throws spade::Error for an empty prompt, max_batch < 1 or invalid parameters (temperature neither 0
+/// nor finite >= 1e-5, top_p outside (0, 1], min_p outside [0, 1], stop_strings without detokenize).
 std::vector<GenerationResult> generate(policy::Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
                                        const SamplingParams& params, uint64_t seed, int max_batch = 32);
 
