@@ -92,4 +92,17 @@ std::string truncate_utf8(std::string_view s, size_t max_bytes) {
   return std::string(s.substr(0, end));
 }
 
+std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
+  if (from.empty()) return std::string(s);
+  std::string out;
+  size_t pos = 0;
+  for (size_t p = s.find(from); p != std::string_view::npos; p = s.find(from, pos)) {
+    out.append(s, pos, p - pos);
+    out.append(to);
+    pos = p + from.size();
+  }
+  out.append(s.substr(pos));
+  return out;
+}
+
 }  // namespace spade

@@ -27,6 +27,10 @@ std::string truncate_words(std::string_view s, size_t max_words, std::string_vie
 /// Truncates to at most `max_bytes` bytes without splitting a UTF-8 sequence.
 std::string truncate_utf8(std::string_view s, size_t max_bytes);
 
+/// `s` with every occurrence of `from` replaced by `to`, scanning left to right without overlaps (as
+/// Python's str.replace and HF tokenizers' Replace with a String pattern). An empty `from` returns `s`.
+std::string replace_all(std::string_view s, std::string_view from, std::string_view to);
+
 /// True if `s` is valid UTF-8.
 bool is_valid_utf8(std::string_view s);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/strings.h"
 
 namespace spade::policy {
 namespace {
@@ -16,18 +17,6 @@ using tokenizer_json::type_of;
 std::string get_string(const json& j, const char* key, const std::string& where) {
   if (!j.contains(key) || !j[key].is_string()) throw spade::Error(where + "." + key + ": expected a string");
   return j[key].get<std::string>();
-}
-
-std::string replace_all(const std::string& s, const std::string& from, const std::string& to) {
-  std::string out;
-  size_t pos = 0;
-  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, pos)) {
-    out.append(s, pos, p - pos);
-    out += to;
-    pos = p + from.size();
-  }
-  out.append(s, pos, std::string::npos);
-  return out;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "policy/byte_level.h"
 #include "policy/tokenizer_json.h"
 
@@ -31,19 +32,6 @@ std::vector<std::string> chars_of(const std::string& s) {
     out.push_back(s.substr(i, n));
     i += n;
   }
-  return out;
-}
-
-std::string replace_all(const std::string& s, const std::string& from, const std::string& to) {
-  if (from.empty()) return s;
-  std::string out;
-  size_t pos = 0;
-  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, pos)) {
-    out.append(s, pos, p - pos);
-    out += to;
-    pos = p + from.size();
-  }
-  out.append(s, pos, std::string::npos);
   return out;
 }
 

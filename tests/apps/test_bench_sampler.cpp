@@ -12,26 +12,14 @@
 
 #include "common/error.h"
 #include "policy/model_shapes.h"
+#include "tests/testing/test_util.h"
 
 using namespace spade;
 
 namespace {
 
-struct CmdResult {
-  int rc = -1;
-  std::string out;
-};
-
-CmdResult run_bench(const std::string& args) {
-  const std::string cmd = std::string("OMP_WAIT_POLICY=PASSIVE ") + SPADE_BIN + " bench sampler " + args + " 2>/dev/null";
-  CmdResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) r.out += buf;
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+fixtures::CommandResult run_bench(const std::string& args) {
+  return fixtures::run_command(std::string("OMP_WAIT_POLICY=PASSIVE ") + SPADE_BIN + " bench sampler " + args + " 2>/dev/null");
 }
 
 std::string work_dir(const std::string& name) {
@@ -82,7 +70,7 @@ TEST(BenchSampler, MissingTransformersIsASkippedBaselineWithoutARatio) {
   std::filesystem::create_directories(dir + "/hide");
   std::ofstream(dir + "/hide/transformers.py") << "raise ImportError('transformers hidden by the test')\n";
   std::ofstream(dir + "/python.sh") << "#!/bin/sh\nPYTHONPATH=" << dir << "/hide exec /usr/bin/python3 \"$@\"\n";
-  const CmdResult r = run_bench(std::string(kShape) + " --baseline hf,loop --python '/bin/sh " + dir +
+  const fixtures::CommandResult r = run_bench(std::string(kShape) + " --baseline hf,loop --python '/bin/sh " + dir +
                                 "/python.sh' --work-dir " + dir);
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto report = nlohmann::json::parse(r.out);
@@ -104,7 +92,7 @@ TEST(BenchSampler, MissingTransformersIsASkippedBaselineWithoutARatio) {
 TEST(BenchSampler, AFailingBaselineIsRecordedAndTheExitStatusIsOne) {
   const std::string dir = work_dir("fail");
   std::ofstream(dir + "/broken_ref.py") << "import sys\nprint('broken baseline')\nsys.exit(2)\n";
-  const CmdResult r = run_bench(std::string(kShape) + " --reference " + dir + "/broken_ref.py --work-dir " + dir);
+  const fixtures::CommandResult r = run_bench(std::string(kShape) + " --reference " + dir + "/broken_ref.py --work-dir " + dir);
   EXPECT_EQ(r.rc, 1) << r.out;
   const auto report = nlohmann::json::parse(r.out);
   const auto& row = report["results"][0];

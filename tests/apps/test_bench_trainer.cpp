@@ -10,23 +10,14 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/testing/test_util.h"
+
+using namespace spade;
+
 namespace {
 
-struct CmdResult {
-  int rc = -1;
-  std::string out;
-};
-
-CmdResult run_bench(const std::string& args) {
-  const std::string cmd = std::string("OMP_WAIT_POLICY=PASSIVE ") + SPADE_BIN + " bench trainer " + args + " 2>/dev/null";
-  CmdResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) r.out += buf;
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+fixtures::CommandResult run_bench(const std::string& args) {
+  return fixtures::run_command(std::string("OMP_WAIT_POLICY=PASSIVE ") + SPADE_BIN + " bench trainer " + args + " 2>/dev/null");
 }
 
 std::string work_dir(const std::string& name) {
@@ -39,7 +30,7 @@ std::string work_dir(const std::string& name) {
 const char* kShape = "--models tiny --batch 4 --seq 48 --steps 1 --warmup 0 --repeats 1 --threads 2 --json";
 
 TEST(BenchTrainer, OursAndReferenceComputeTheSameFirstStep) {
-  const CmdResult r = run_bench(std::string(kShape) + " --work-dir " + work_dir("same"));
+  const fixtures::CommandResult r = run_bench(std::string(kShape) + " --work-dir " + work_dir("same"));
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto report = nlohmann::json::parse(r.out);
   ASSERT_EQ(report["results"].size(), 1u);
@@ -72,7 +63,7 @@ TEST(BenchTrainer, ADifferentReferenceLossIsCaught) {
   std::filesystem::create_directories(dir);
   const std::string wrapper = dir + "/python_tis1.sh";
   std::ofstream(wrapper) << "#!/bin/sh\nexec /usr/bin/python3 \"$@\" --tis-cap 1.0\n";
-  const CmdResult r = run_bench(std::string(kShape) + " --work-dir " + dir + " --python '/bin/sh " + wrapper + "'");
+  const fixtures::CommandResult r = run_bench(std::string(kShape) + " --work-dir " + dir + " --python '/bin/sh " + wrapper + "'");
   EXPECT_EQ(r.rc, 1) << r.out;
   const auto report = nlohmann::json::parse(r.out);
   EXPECT_FALSE(report["results"][0]["equivalent"].get<bool>());

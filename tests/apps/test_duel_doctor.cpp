@@ -8,17 +8,13 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/testing/test_util.h"
+
 TEST(DuelDoctor, ScoringPathOnTheFixtureIsOk) {
   const std::string work = std::string(SPADE_TEST_TMP) + "/duel_doctor";
   std::filesystem::remove_all(work);
-  const std::string cmd = std::string(SPADE_BIN) + " duel doctor --work " + work + " 2>&1";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  const int status = pclose(p);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  const auto [rc, out] = spade::fixtures::run_command(std::string(SPADE_BIN) + " duel doctor --work " + work + " 2>&1");
+  EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("scoring path (fixture, sandboxed pytest, patch applied): ok (before: 1 failed; after: 1 passed)"),
             std::string::npos)
       << out;

@@ -17,3 +17,12 @@ TEST(Strings, Utf8) {
   // "é" is 2 bytes: cutting at 2 bytes of "hé" must not split it.
   EXPECT_EQ(truncate_utf8("h\xc3\xa9", 2), "h");
 }
+
+TEST(Strings, ReplaceAllScansLeftToRightWithoutOverlaps) {
+  // Python's str.replace gives the same: "aaaa".replace("aa", "b") == "bb", "aaa" -> "ba".
+  EXPECT_EQ(replace_all("aaaa", "aa", "b"), "bb");
+  EXPECT_EQ(replace_all("aaa", "aa", "b"), "ba");
+  EXPECT_EQ(replace_all("a b  c", " ", "\xe2\x96\x81"), "a\xe2\x96\x81" "b\xe2\x96\x81\xe2\x96\x81" "c");  // " " -> "▁"
+  EXPECT_EQ(replace_all("abc", "", "x"), "abc");  // empty pattern: unchanged (never loops)
+  EXPECT_EQ(replace_all("", "a", "b"), "");
+}

@@ -7,13 +7,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <deque>
-#include <set>
-
+#include "tests/testing/autograd_graph.h"
 #include "tests/testing/random_model.h"
 
 using namespace spade;
 using namespace spade::policy;
+using spade::fixtures::graph_has;
 
 namespace {
 
@@ -41,20 +40,6 @@ torch::Tensor loss_of(Transformer& m) {
   torch::Tensor targets = ids.roll(-1, 1);
   torch::Tensor weights = torch::linspace(0.5, 1.5, 14).view({2, 7});
   return -(logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * weights).sum();
-}
-
-// True when the autograd graph behind `t` contains a node whose name mentions `needle`.
-bool graph_has(const torch::Tensor& t, const std::string& needle) {
-  std::deque<torch::autograd::Node*> todo{t.grad_fn().get()};
-  std::set<torch::autograd::Node*> seen;
-  while (!todo.empty()) {
-    torch::autograd::Node* n = todo.front();
-    todo.pop_front();
-    if (!n || !seen.insert(n).second) continue;
-    if (n->name().find(needle) != std::string::npos) return true;
-    for (const auto& e : n->next_edges()) todo.push_back(e.function.get());
-  }
-  return false;
 }
 
 }  // namespace

@@ -9,15 +9,14 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <deque>
-#include <set>
-
 #include "policy/torch_compat.h"
+#include "tests/testing/autograd_graph.h"
 #include "tests/testing/random_model.h"
 
 using namespace spade;
 using namespace spade::policy;
 using Backend = TransformerImpl::AttentionBackend;
+using spade::fixtures::graph_has;
 
 namespace {
 
@@ -49,20 +48,6 @@ torch::Tensor loss_of(Transformer& m, torch::Tensor* hidden_out = nullptr) {
 double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
   const double scale = std::max(1.0, a.abs().max().item<double>());
   return (a - b).abs().max().item<double>() / scale;
-}
-
-// True when the autograd graph behind `t` has a node whose name contains `needle`.
-bool graph_has(const torch::Tensor& t, const std::string& needle) {
-  std::deque<torch::autograd::Node*> todo{t.grad_fn().get()};
-  std::set<torch::autograd::Node*> seen;
-  while (!todo.empty()) {
-    torch::autograd::Node* n = todo.front();
-    todo.pop_front();
-    if (!n || !seen.insert(n).second) continue;
-    if (n->name().find(needle) != std::string::npos) return true;
-    for (const auto& e : n->next_edges()) todo.push_back(e.function.get());
-  }
-  return false;
 }
 
 struct Case {
