@@ -61,7 +61,7 @@ void add_bench_sampler_command(CLI::App& app) {
     std::string reference = std::string(SPADE_SOURCE_DIR) + "/bench/sampler_ref.py";
     std::string hf_reference = std::string(SPADE_SOURCE_DIR) + "/bench/sampler_hf.py";
     std::string baseline = "loop", python = "/usr/bin/python3";
-    std::string device = "cpu", dtype = "float32";
+    std::string device = "cpu", dtype = "float32", decode_graph = "auto";
     int prompt = 512, new_tokens = 256, threads = 0;
     bool no_reference = false, no_decode_kernel = false;
   };
@@ -90,12 +90,18 @@ void add_bench_sampler_command(CLI::App& app) {
   cmd->add_option("--dtype", args->dtype,
                   "float32 | bfloat16: weights and activations on both sides, and the checkpoint's dtype");
   cmd->add_flag("--no-reference", args->no_reference, "measure our sampler only");
+  cmd->add_option("--decode-graph", args->decode_graph,
+                  "comma-separated auto | off | on: decode steps replayed as a CUDA graph (auto: on CUDA); "
+                  "each batch is timed once per mode (A/B of issue 4), the baselines once");
   cmd->add_flag("--no-decode-kernel", args->no_decode_kernel,
                 "decode with the generic ATen layer instead of the CPU decode kernel (A/B of issue 4)");
   cmd->callback([args] {
     set_action([args] {
       if (args->dtype != "float32" && args->dtype != "bfloat16")
         throw spade::Error("bench sampler: --dtype must be float32 or bfloat16, got '" + args->dtype + "'");
+      const std::vector<std::string> graph_modes = split(args->decode_graph);
+      for (const std::string& g : graph_modes) rollout::parse_decode_graph_mode(g, "bench sampler --decode-graph");
+      if (graph_modes.empty()) throw spade::Error("bench sampler: --decode-graph needs at least one mode");
       const std::vector<std::string> baselines = args->no_reference ? std::vector<std::string>{} : split(args->baseline);
       for (const std::string& b : baselines)
         if (b != "loop" && b != "hf") throw spade::Error("bench sampler: unknown --baseline '" + b + "' (loop | hf)");
@@ -115,6 +121,7 @@ void add_bench_sampler_command(CLI::App& app) {
       report["device"] = args->device;
       report["dtype"] = args->dtype;
       report["decode_kernel"] = !args->no_decode_kernel;
+      report["decode_graph"] = args->decode_graph;
       report["warmup"] = device.is_cuda() ? "one untimed generate of 4 new tokens per row" : "none";
       report["results"] = nlohmann::json::array();
       bool baseline_failed = false;
@@ -135,27 +142,32 @@ void add_bench_sampler_command(CLI::App& app) {
           std::vector<std::vector<int64_t>> prompts(batch);
           for (int i = 0; i < batch; ++i)
             for (int t = 0; t < args->prompt; ++t) prompts[i].push_back((int64_t(i) * 131 + int64_t(t) * 17) % c.vocab_size);
-          rollout::SamplingParams p;  // SPADE defaults: T 0.6, top-p 0.95, top-k 20
-          p.max_prefill_tokens = std::max<int64_t>(p.max_prefill_tokens, args->prompt);
-          if (device.is_cuda()) {  // first-call costs (cuBLAS handles, kernel loading) outside the timing
-            p.max_new_tokens = std::min(4, args->new_tokens);
-            rollout::generate(model, prompts, p, 0, batch);
-            torch::cuda::synchronize();
+          std::vector<nlohmann::json> rows;  // ours, one per decode-graph mode
+          for (const std::string& mode : graph_modes) {
+            rollout::SamplingParams p;  // SPADE defaults: T 0.6, top-p 0.95, top-k 20
+            p.max_prefill_tokens = std::max<int64_t>(p.max_prefill_tokens, args->prompt);
+            p.decode_graph = rollout::parse_decode_graph_mode(mode, "bench sampler --decode-graph");
+            if (device.is_cuda()) {  // first-call costs (cuBLAS handles, kernel loading) outside the timing
+              p.max_new_tokens = std::min(4, args->new_tokens);
+              rollout::generate(model, prompts, p, 0, batch);
+              torch::cuda::synchronize();
+            }
+            p.max_new_tokens = args->new_tokens;
+            trainer::reset_device_memory_peaks(device);
+            auto t0 = std::chrono::steady_clock::now();
+            auto res = rollout::generate(model, prompts, p, 0, batch);
+            if (device.is_cuda()) torch::cuda::synchronize();
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            int64_t n = 0;
+            for (auto& r : res) n += r.tokens.size();
+            const auto peaks = trainer::device_memory_peaks(device);  // nullopt off CUDA: reported as null
+            rows.push_back({{"model", name}, {"params", c.num_parameters()}, {"batch", batch}, {"decode_graph", mode},
+                            {"tokens", n}, {"seconds", s}, {"tokens_per_s", n / s},
+                            {"peak_gpu_allocated_mb", peaks ? nlohmann::json(to_mb(peaks->max_allocated_bytes)) : nlohmann::json()},
+                            {"peak_gpu_reserved_mb", peaks ? nlohmann::json(to_mb(peaks->max_reserved_bytes)) : nlohmann::json()},
+                            {"baselines", nlohmann::json::object()}});
           }
-          p.max_new_tokens = args->new_tokens;
-          trainer::reset_device_memory_peaks(device);
-          auto t0 = std::chrono::steady_clock::now();
-          auto res = rollout::generate(model, prompts, p, 0, batch);
-          if (device.is_cuda()) torch::cuda::synchronize();
-          const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          int64_t n = 0;
-          for (auto& r : res) n += r.tokens.size();
-          const auto peaks = trainer::device_memory_peaks(device);  // nullopt off CUDA: reported as null
-          nlohmann::json row = {{"model", name}, {"params", c.num_parameters()}, {"batch", batch},
-                                {"tokens", n}, {"seconds", s}, {"tokens_per_s", n / s},
-                                {"peak_gpu_allocated_mb", peaks ? nlohmann::json(to_mb(peaks->max_allocated_bytes)) : nlohmann::json()},
-                                {"peak_gpu_reserved_mb", peaks ? nlohmann::json(to_mb(peaks->max_reserved_bytes)) : nlohmann::json()}};
-          row["baselines"] = nlohmann::json::object();
+          const int64_t n = rows.front()["tokens"].get<int64_t>();
           for (const std::string& b : baselines) {
             nlohmann::json ref;
             try {
@@ -167,7 +179,6 @@ void add_bench_sampler_command(CLI::App& app) {
                   throw spade::Error("bench sampler: baseline " + b + " made " + ref.at("tokens").dump() +
                                      " tokens at " + ref.at("tokens_per_s").dump() + " tokens/s; ours made " +
                                      std::to_string(n));
-                ref["ratio"] = (n / s) / ref_tps;  // ours / baseline tokens/s
               }
             } catch (const std::exception& e) {  // spade::Error, or a key missing from the baseline's JSON
               std::string what = e.what();
@@ -175,10 +186,17 @@ void add_bench_sampler_command(CLI::App& app) {
               ref = {{"error", what}};
               baseline_failed = true;
             }
-            row["baselines"][b] = ref;
+            for (nlohmann::json& row : rows) {
+              nlohmann::json r = ref;
+              if (r.contains("tokens_per_s"))  // ours / baseline tokens/s
+                r["ratio"] = row["tokens_per_s"].get<double>() / r["tokens_per_s"].get<double>();
+              row["baselines"][b] = r;
+            }
           }
-          std::fprintf(stderr, "%s\n", row.dump().c_str());
-          report["results"].push_back(row);
+          for (const nlohmann::json& row : rows) {
+            std::fprintf(stderr, "%s\n", row.dump().c_str());
+            report["results"].push_back(row);
+          }
         }
       }
       std::printf("%s\n", report.dump(2).c_str());

@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cmath>
 
 #include "common/error.h"
@@ -13,6 +14,11 @@ namespace spade::policy {
 // ---------------------------------------------------------------------------------------------
 // KVCache
 // ---------------------------------------------------------------------------------------------
+
+void KVCache::touch() {
+  static std::atomic<uint64_t> next{1};
+  version_ = next.fetch_add(1, std::memory_order_relaxed);
+}
 
 std::pair<torch::Tensor, torch::Tensor> KVCache::append(size_t layer, const torch::Tensor& k,
                                                         const torch::Tensor& v) {
@@ -46,6 +52,7 @@ void KVCache::reserve(size_t layer, int64_t need, const torch::Tensor& like) {
   };
   kb = grow(kb);
   vb = grow(vb);
+  touch();
 }
 
 KVCache::Column KVCache::append_column(size_t layer) {
@@ -65,6 +72,7 @@ void KVCache::select_rows(const torch::Tensor& rows) {
     k_[l] = k_[l].index_select(0, idx);
     v_[l] = v_[l].index_select(0, idx);
   }
+  touch();
 }
 
 void KVCache::reallocate(int64_t front_pad, int64_t drop, int64_t capacity) {
@@ -77,6 +85,7 @@ void KVCache::reallocate(int64_t front_pad, int64_t drop, int64_t capacity) {
     }
     lengths_[l] = front_pad + keep;
   }
+  touch();
 }
 
 void KVCache::left_pad(int64_t n) {
@@ -93,7 +102,7 @@ void KVCache::drop_front(int64_t n) {
 void KVCache::append_rows(const KVCache& other) {
   if (other.k_.empty()) return;
   if (k_.empty()) {
-    *this = other;
+    *this = other;  // shares other's storage, and so its version
     return;
   }
   if (other.k_.size() != k_.size() || other.length() != length())
@@ -108,12 +117,14 @@ void KVCache::append_rows(const KVCache& other) {
       *buf = grown;
     }
   }
+  touch();
 }
 
 void KVCache::clear() {
   k_.clear();
   v_.clear();
   lengths_.clear();
+  touch();
 }
 
 KVCache KVCache::gather_row(int64_t row, const torch::Tensor& columns) const {
@@ -132,6 +143,7 @@ KVCache KVCache::gather_row(int64_t row, const torch::Tensor& columns) const {
     }
     out.lengths_.push_back(c);
   }
+  out.touch();
   return out;
 }
 
@@ -175,6 +187,7 @@ KVCache KVCache::stack(const std::vector<const KVCache*>& parts, int64_t length)
     }
     out.lengths_.push_back(length);
   }
+  out.touch();
   return out;
 }
 
@@ -376,7 +389,7 @@ torch::Tensor moe_mlp(const torch::Tensor& h, const TransformerImpl::LayerWeight
 
 torch::Tensor decoder_layer(const torch::Tensor& x_in, const TransformerImpl::LayerWeights& w, const ModelConfig& c,
                             const torch::Tensor& rope_cos, const torch::Tensor& rope_sin, const torch::Tensor& mask,
-                            KVCache* cache, size_t l, bool sdpa_causal) {
+                            KVCache* cache, size_t l, bool sdpa_causal, const FixedKV* fixed) {
   const int64_t B = x_in.size(0), T = x_in.size(1);
   const int64_t nh = c.num_attention_heads, kvh = c.kv_heads(), d = c.head_size(), groups = nh / kvh;
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
@@ -395,8 +408,17 @@ torch::Tensor decoder_layer(const torch::Tensor& x_in, const TransformerImpl::La
   k = rotate(k.transpose(1, 2), rope_cos, rope_sin);  // [B, kvh, T, d]
   v = v.transpose(1, 2);
 
-  // 3. KV cache: append the new keys/values, attend over cache + new.
-  if (cache) std::tie(k, v) = cache->append(l, k, v);     // [B, kvh, S, d]
+  // 3. KV cache: append the new keys/values, attend over cache + new (fixed storage: write them at the
+  //    given column, attend over every column; the mask hides the unused ones).
+  if (fixed) {
+    TORCH_CHECK(T == 1 && cache == nullptr && mask.defined(), "decoder_layer: fixed K/V need T == 1, a mask, no cache");
+    fixed->k.index_copy_(2, fixed->column, k);
+    fixed->v.index_copy_(2, fixed->column, v);
+    k = fixed->k;                                         // [B, kvh, C, d]
+    v = fixed->v;
+  } else if (cache) {
+    std::tie(k, v) = cache->append(l, k, v);              // [B, kvh, S, d]
+  }
 
   torch::Tensor attn;
   if (sdpa_causal) {
@@ -575,6 +597,26 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, const tor
                    : decoder_layer(x, layers_[l], c, rope_cos, rope_sin, mask, cache, l, sdpa);
 
   // 6. Final norm (logits via lm_head()).
+  return rms_norm(x, final_norm_, c.rms_norm_eps);
+}
+
+// One decode step on fixed storage (DecodeGraph): forward()'s steps 1-6 for T == 1 with FixedKV layers.
+torch::Tensor TransformerImpl::forward_fixed(const FixedDecode& in) {
+  const ModelConfig& c = config_;
+  TORCH_CHECK(in.input_ids.dim() == 2 && in.input_ids.size(1) == 1, "Transformer::forward_fixed: input_ids must be [B, 1]");
+  TORCH_CHECK(in.positions.sizes() == in.input_ids.sizes(), "Transformer::forward_fixed: positions must match input_ids");
+  TORCH_CHECK(in.k.size() == layers_.size() && in.v.size() == layers_.size(), "Transformer::forward_fixed: ",
+              in.k.size(), " K and ", in.v.size(), " V storages for ", layers_.size(), " layers");
+  const int64_t B = in.input_ids.size(0), C = in.k[0].size(2);
+  TORCH_CHECK(in.mask.dim() == 2 && in.mask.size(0) == B && in.mask.size(1) == C,
+              "Transformer::forward_fixed: mask must be [B, C] = [", B, ", ", C, "], got ", in.mask.sizes());
+  const torch::Tensor mask = in.mask.view({B, 1, 1, 1, C});
+  torch::Tensor x = torch::embedding(embed_tokens_, in.input_ids);  // [B, 1, hidden]
+  const auto [rope_cos, rope_sin] = rope_cos_sin(in.positions, in.inv_freq, x.scalar_type());
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const FixedKV kv{in.k[l], in.v[l], in.column};
+    x = decoder_layer(x, layers_[l], c, rope_cos, rope_sin, mask, nullptr, l, false, &kv);
+  }
   return rms_norm(x, final_norm_, c.rms_norm_eps);
 }
 

@@ -74,6 +74,12 @@ struct KVCache {
   /// Empties the cache (frees its storage).
   void clear();
 
+  /// Identifies the current storage tensors: a process-wide unique number that changes whenever any
+  /// layer's K or V storage is replaced (growth, select_rows, left_pad, drop_front, append_rows, clear;
+  /// a cache made by gather_row or stack gets a fresh one). Appending within the capacity keeps it.
+  /// DecodeGraph re-captures when it changes (a captured graph holds the storage's addresses).
+  uint64_t storage_version() const { return version_; }
+
   /// A one-row cache holding the columns `columns` (int64 [C], ascending slot indices, on any device)
   /// of row `row`, compacted to length C: used to park one sequence's real (non-padding) keys/values
   /// between the turns of an episode. Returns an empty cache if this one is empty.
@@ -93,6 +99,8 @@ struct KVCache {
   void reserve(size_t layer, int64_t need, const torch::Tensor& like);
   std::vector<torch::Tensor> k_, v_;   // [B, kv_heads, capacity, head_dim]
   std::vector<int64_t> lengths_;       // filled length per layer
+  uint64_t version_ = 0;               // storage_version(); renewed by touch()
+  void touch();
 };
 
 class TransformerImpl : public torch::nn::Module {
@@ -162,6 +170,26 @@ class TransformerImpl : public torch::nn::Module {
   /// grad/autocast mode).
   bool decode_cpu_applies(const torch::Tensor& input_ids, const KVCache* cache) const;
 
+  /// Inputs of forward_fixed(): one decode step whose tensors all have shapes and addresses fixed in
+  /// advance (policy/decode_graph.h captures it as a CUDA graph). B rows, C = the cache's capacity.
+  struct FixedDecode {
+    torch::Tensor input_ids;          // [B, 1] int64
+    torch::Tensor positions;          // [B, 1] int64 RoPE positions
+    torch::Tensor inv_freq;           // rope_inv_freq(config()) on the model's device (float32 [head_dim/2])
+    torch::Tensor column;             // int64 [1]: the cache column the new keys/values are written to
+    torch::Tensor mask;               // [B, C] bool: the columns each row may attend (must include `column`)
+    std::vector<torch::Tensor> k, v;  // per layer: K/V storage [B, kv_heads, C, head_dim], model dtype
+  };
+  /// One decode step on fixed storage: writes each layer's new keys/values into column `column` of k[l]
+  /// and v[l] (index_copy_ at a device-side index) and attends over all C columns under `mask`, so no
+  /// shape depends on the cache length and nothing is copied to the host (capturable). Returns the
+  /// final-normed hidden states [B, 1, hidden] (model dtype). The same numerics as forward() with a
+  /// KVCache and key mask (decoder_layer with FixedKV): masked columns get probability exactly 0, so
+  /// values equal forward()'s up to summation order, provided the masked columns hold finite values
+  /// (DecodeGraph zeroes them). Dense and MoE layers (MoE copies routing to the host: not capturable).
+  /// Throws c10::Error on mismatched shapes.
+  torch::Tensor forward_fixed(const FixedDecode& in);
+
   /// Output projection: hidden [..., hidden] -> logits [..., vocab] in float32. Uses the embedding
   /// matrix when tie_word_embeddings.
   torch::Tensor lm_head(const torch::Tensor& hidden);
@@ -214,15 +242,23 @@ TORCH_MODULE(Transformer);
 /// step --attention`). Throws spade::Error naming `where` and the allowed values otherwise.
 TransformerImpl::AttentionBackend parse_attention_backend(const std::string& name, const std::string& where);
 
+/// One layer's fixed K/V storage for decoder_layer (TransformerImpl::forward_fixed): k, v [B, kv_heads, C,
+/// head_dim]; column int64 [1], the column the step's keys/values are written to.
+struct FixedKV {
+  torch::Tensor k, v, column;
+};
+
 /// One decoder layer (pre-norm attention block, then pre-norm MLP or MoE block) on the residual stream
 /// x [B, T, hidden]: returns x + attn(...) + mlp(...) [B, T, hidden]. rope_cos/rope_sin [B, 1, T, head_dim]
 /// in x's dtype; mask [B|1, 1, 1, T, S] bool (true = may attend) or undefined (no masking: T == 1 without
 /// a key mask); cache as in forward() (layer index `layer`). sdpa_causal: attention is plain causal
 /// over these T tokens, computed by compat::causal_attention (AttentionBackend::kSdpa); mask must then
-/// be undefined and cache null. forward() runs this for every layer.
+/// be undefined and cache null. fixed: instead of a cache, the step's keys/values (T == 1) are written
+/// into fixed->k/v at fixed->column and attention covers all C columns of that storage (mask [B, 1, 1, 1,
+/// C]; forward_fixed). forward() runs this for every layer.
 torch::Tensor decoder_layer(const torch::Tensor& x, const TransformerImpl::LayerWeights& w, const ModelConfig& c,
                             const torch::Tensor& rope_cos, const torch::Tensor& rope_sin, const torch::Tensor& mask,
-                            KVCache* cache, size_t layer, bool sdpa_causal = false);
+                            KVCache* cache, size_t layer, bool sdpa_causal = false, const FixedKV* fixed = nullptr);
 
 /// RMSNorm as in HF LlamaRMSNorm: (x.float() * rsqrt(mean(x.float()^2, -1) + eps)).to(x.dtype) * weight.
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);

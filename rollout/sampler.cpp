@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "common/error.h"
+#include "policy/decode_graph.h"
 
 namespace spade::rollout {
 
@@ -47,6 +48,7 @@ struct Row {
   int64_t next_position;  // RoPE position of the next token to feed
   Rng rng;
   GenerationResult result;
+  bool done = false;      // finished, result handed out; kept in the batch until it is compacted
 };
 
 /// One row's next token and its logprob.
@@ -282,6 +284,11 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
   const std::unordered_set<int64_t> stop(params.stop_token_ids.begin(), params.stop_token_ids.end());
   size_t stop_window = 0;
   for (const std::string& s : params.stop_strings) stop_window = std::max(stop_window, s.size() + 8);
+  using GraphMode = SamplingParams::DecodeGraphMode;
+  std::unique_ptr<policy::DecodeGraph> graph;  // decode steps through fixed buffers (a CUDA graph)
+  if (params.decode_graph == GraphMode::kOn ||
+      (params.decode_graph == GraphMode::kAuto && policy::DecodeGraph::capturable(*model)))
+    graph = std::make_unique<policy::DecodeGraph>(model);
 
   std::vector<Row> rows;             // active rows, in batch order
   policy::KVCache cache;             // [B, kv_heads, S, head_dim] per layer
@@ -365,8 +372,9 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
     auto chosen_t = torch::tensor(chosen, i64).to(device);
 
     // 3. Record; finish rows that sampled a stop token, spelled a stop string or reached their cap.
-    std::vector<int64_t> keep_rows;
+    std::vector<int64_t> keep_rows;  // rows that go on generating
     for (int64_t r = 0; r < B; ++r) {
+      if (rows[r].done) continue;
       GenerationResult& res = rows[r].result;
       res.tokens.push_back(chosen[r]);
       res.logprobs.push_back(logprobs[r]);
@@ -384,26 +392,30 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
           }
       }
       if (res.finish_reason.empty() && static_cast<int>(res.tokens.size()) >= rows[r].cap) res.finish_reason = "length";
-      if (res.finish_reason.empty()) keep_rows.push_back(r);
-    }
-    if (static_cast<int64_t>(keep_rows.size()) < B) {
-      std::vector<Row> kept;
-      for (int64_t r = 0; r < B; ++r) {
-        if (rows[r].result.finish_reason.empty()) {
-          kept.push_back(std::move(rows[r]));
-          continue;
-        }
-        if (keep) {  // park the row's real K/V columns (all its tokens but the last, not yet fed)
-          Sequence& s = *rows[r].seq;
-          auto cols = key_mask[r].nonzero().view({-1});
-          s.cache = cache.gather_row(r, cols);
-          s.cached = cols.size(0);
-          if (s.cached != static_cast<int64_t>(s.tokens.size()) - 1)
-            throw spade::Error("generate: internal error: cached " + std::to_string(s.cached) + " of " +
-                               std::to_string(s.tokens.size()) + " tokens");
-        }
-        results[rows[r].index] = std::move(rows[r].result);
+      if (res.finish_reason.empty()) {
+        keep_rows.push_back(r);
+        continue;
       }
+      if (keep) {  // park the row's real K/V columns (all its tokens but the last, not yet fed)
+        Sequence& s = *rows[r].seq;
+        auto cols = key_mask[r].nonzero().view({-1});
+        s.cache = cache.gather_row(r, cols);
+        s.cached = cols.size(0);
+        if (s.cached != static_cast<int64_t>(s.tokens.size()) - 1)
+          throw spade::Error("generate: internal error: cached " + std::to_string(s.cached) + " of " +
+                             std::to_string(s.tokens.size()) + " tokens");
+      }
+      results[rows[r].index] = std::move(rows[r].result);
+      rows[r].done = true;
+    }
+    // Compaction drops finished rows. It replaces the cache's storage, which a decode graph must then
+    // capture anew (~ a few eager steps' time), so with a graph finished rows stay in the batch (decoded
+    // and ignored: rows do not interact) until a queued sequence needs a slot, a quarter of the batch
+    // has finished, or none is left; without one they go at once.
+    const int64_t finished = B - static_cast<int64_t>(keep_rows.size());
+    if (finished > 0 && (!graph || keep_rows.empty() || !queue.empty() || 4 * finished >= B)) {
+      std::vector<Row> kept;
+      for (int64_t r : keep_rows) kept.push_back(std::move(rows[r]));
       rows = std::move(kept);
       if (rows.empty()) {
         cache.clear();
@@ -431,9 +443,15 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
     for (int64_t r = 0; r < Bk; ++r) positions[r] = rows[r].next_position++;
     key_mask = torch::cat({key_mask, torch::ones({Bk, 1}, key_mask.options())}, 1);
     // Without padding a one-token step needs no mask (it may attend to every cached slot).
-    auto hidden = model->forward(chosen_t.view({Bk, 1}), torch::tensor(positions, i64).to(device).view({Bk, 1}),
-                                 &cache, padded ? key_mask : torch::Tensor());
-    next_logits = model->next_token_logits(hidden.select(1, 0));
+    auto step_ids = chosen_t.view({Bk, 1});
+    auto step_pos = torch::tensor(positions, i64).to(device).view({Bk, 1});
+    const torch::Tensor step_mask = padded ? key_mask : torch::Tensor();
+    if (graph) {
+      next_logits = graph->step(step_ids, step_pos, cache, step_mask);  // overwritten by the next step
+    } else {
+      auto hidden = model->forward(step_ids, step_pos, &cache, step_mask);
+      next_logits = model->next_token_logits(hidden.select(1, 0));
+    }
     *forwarded += Bk;
   }
   if (was_training) model->train();
@@ -441,6 +459,13 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
 }
 
 }  // namespace
+
+SamplingParams::DecodeGraphMode parse_decode_graph_mode(const std::string& name, const std::string& where) {
+  if (name == "auto") return SamplingParams::DecodeGraphMode::kAuto;
+  if (name == "off") return SamplingParams::DecodeGraphMode::kOff;
+  if (name == "on") return SamplingParams::DecodeGraphMode::kOn;
+  throw spade::Error(where + ": decode graph mode must be auto, off or on, not '" + name + "'");
+}
 
 std::vector<GenerationResult> generate(policy::Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
                                        const SamplingParams& params, uint64_t seed, int max_batch) {

@@ -59,7 +59,21 @@ struct SamplingParams {
   ///            the CPU it runs the CUDA path's ops there (how the tests cover that path without a GPU).
   enum class Backend { kAuto, kHost, kTensor };
   Backend backend = Backend::kAuto;
+  /// How decode steps (one new token per row) run.
+  ///   kAuto: policy::DecodeGraph, replaying a CUDA graph, when DecodeGraph::capturable(model) (a CUDA
+  ///          build, the model on CUDA, no MoE layer, autocast off); otherwise forward() (on the CPU the
+  ///          model's CPU decode kernel).
+  ///   kOff:  forward() every step.
+  ///   kOn:   DecodeGraph everywhere; where it cannot capture it runs its fixed-shape step eagerly (how
+  ///          the tests cover it on a CPU).
+  /// The sampled tokens and logprobs are the same either way up to summation order.
+  enum class DecodeGraphMode { kAuto, kOff, kOn };
+  DecodeGraphMode decode_graph = DecodeGraphMode::kAuto;
 };
+
+/// "auto" | "off" | "on" -> SamplingParams::DecodeGraphMode (config `decode_graph`, `spade bench sampler
+/// --decode-graph`). Throws spade::Error naming `where` and the allowed values otherwise.
+SamplingParams::DecodeGraphMode parse_decode_graph_mode(const std::string& name, const std::string& where);
 
 struct GenerationResult {
   std::vector<int64_t> tokens;   // sampled ids (prompt excluded); a stop token, if any, is the last one

@@ -78,6 +78,7 @@ void visit_fields(Config& c, F&& f) {
     f(p + "top_k", s->top_k);
     f(p + "min_p", s->min_p);
     f(p + "max_new_tokens", s->max_new_tokens);
+    f(p + "decode_graph", s->decode_graph);
   }
   f("reward.designer_reward", c.reward.designer_reward);
   f("reward.regret_scale", c.reward.regret_scale);
@@ -260,6 +261,11 @@ void validate(const Config& c) {
   require(c.train.autocast == "none" || c.train.autocast == "bf16", "train.autocast", "none or bf16");
   require(c.train.attention == "auto" || c.train.attention == "matmul" || c.train.attention == "sdpa",
           "train.attention", "auto, matmul or sdpa, not '" + c.train.attention + "'");
+  for (auto [name, s] : {std::pair<const char*, const SamplingYaml*>{"designer", &c.selfplay.designer},
+                         {"agent", &c.selfplay.agent},
+                         {"hint", &c.selfplay.hint}})
+    require(s->decode_graph == "auto" || s->decode_graph == "off" || s->decode_graph == "on",
+            std::string("selfplay.") + name + ".decode_graph", "auto, off or on, not '" + s->decode_graph + "'");
   require(c.train.peak_tflops >= 0, "train.peak_tflops", ">= 0 (0: perf/mfu not logged)");
   require(c.selfplay.k >= 1, "selfplay.k", ">= 1");
   require(c.selfplay.steps >= 0, "selfplay.steps", ">= 0");

@@ -69,6 +69,7 @@ struct SamplingYaml {
   int top_k = 20;
   double min_p = 0.0;
   int max_new_tokens = 8192;
+  std::string decode_graph = "auto";  // auto | off | on: decode steps as a CUDA graph (SamplingParams::decode_graph)
 };
 
 struct SelfPlayConfig {

@@ -40,6 +40,7 @@ rollout::SamplingParams sampling(const SamplingYaml& s) {
   p.top_k = s.top_k;
   p.min_p = s.min_p;
   p.max_new_tokens = s.max_new_tokens;
+  p.decode_graph = rollout::parse_decode_graph_mode(s.decode_graph, "decode_graph");
   return p;
 }
 

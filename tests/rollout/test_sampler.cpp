@@ -1,7 +1,8 @@
 // Sampler: greedy == argmax of a full forward; rollout logprobs == teacher-forced token_logprobs
 // (TIS ratio 1); top-k 1 == greedy; stop tokens; determinism; batching independence; draws follow the
-// filtered softmax. Each for both draw backends (the CPU's host loop and CUDA's tensor ops). Plus a
-// disabled throughput benchmark.
+// filtered softmax. Each for both draw backends (the CPU's host loop and CUDA's tensor ops), and for
+// CUDA's whole decode path (tensor draws, decode steps through policy::DecodeGraph's fixed-shape step).
+// Plus a disabled throughput benchmark.
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -37,12 +38,22 @@ torch::Tensor teacher_forced(Transformer& m, const std::vector<int64_t>& prompt,
 }  // namespace
 
 // Every test below runs with both draw backends: the host loop (what CPU sampling uses) and the tensor
-// ops (what CUDA sampling uses, here run on CPU tensors): SamplingParams::Backend.
-class SamplerDraws : public ::testing::TestWithParam<SamplingParams::Backend> {
+// ops (what CUDA sampling uses, here run on CPU tensors): SamplingParams::Backend; and once more with
+// the tensor ops and decode steps through DecodeGraph (SamplingParams::decode_graph kOn: on a CPU its
+// fixed-shape step runs eagerly; on CUDA the same step is what the graph replays).
+struct DrawPath {
+  SamplingParams::Backend backend;
+  SamplingParams::DecodeGraphMode graph;
+  const char* name;
+};
+void PrintTo(const DrawPath& p, std::ostream* os) { *os << p.name; }  // stable test names (no pointer bytes)
+
+class SamplerDraws : public ::testing::TestWithParam<DrawPath> {
  protected:
   SamplingParams params() const {
     SamplingParams p;
-    p.backend = GetParam();
+    p.backend = GetParam().backend;
+    p.decode_graph = GetParam().graph;
     return p;
   }
 };
@@ -237,11 +248,12 @@ TEST_P(SamplerDraws, UnfilteredAndTopPDrawsFollowTheSoftmax) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, SamplerDraws,
-                         ::testing::Values(SamplingParams::Backend::kHost, SamplingParams::Backend::kTensor),
-                         [](const ::testing::TestParamInfo<SamplingParams::Backend>& info) {
-                           return std::string(info.param == SamplingParams::Backend::kHost ? "host" : "tensor");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Backends, SamplerDraws,
+    ::testing::Values(DrawPath{SamplingParams::Backend::kHost, SamplingParams::DecodeGraphMode::kOff, "host"},
+                      DrawPath{SamplingParams::Backend::kTensor, SamplingParams::DecodeGraphMode::kOff, "tensor"},
+                      DrawPath{SamplingParams::Backend::kTensor, SamplingParams::DecodeGraphMode::kOn, "tensor_graph"}),
+    [](const ::testing::TestParamInfo<DrawPath>& info) { return std::string(info.param.name); });
 
 TEST(Sampler, RejectsBadInput) {
   Transformer m = model();

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <memory>
+#include <set>
+
 #include "common/error.h"
 #include "rollout/sampler.h"
 #include "tests/testing/random_model.h"
@@ -55,7 +58,11 @@ void expect_same(const std::vector<GenerationResult>& a, const std::vector<Gener
 
 }  // namespace
 
-TEST(Session, TurnsEqualFullReprefillAndPrefillEachTokenOnce) {
+// Runs with decode steps through forward() (the CPU decode kernel) and through DecodeGraph's fixed-shape
+// step (what CUDA replays as a graph): the parked K/V of finished rows come from either.
+class SessionTurns : public ::testing::TestWithParam<SamplingParams::DecodeGraphMode> {};
+
+TEST_P(SessionTurns, TurnsEqualFullReprefillAndPrefillEachTokenOnce) {
   for (std::string type : {"llama", "qwen2", "qwen3"}) {
     Transformer m = model(type);
     GenerationSession session(m);
@@ -64,6 +71,7 @@ TEST(Session, TurnsEqualFullReprefillAndPrefillEachTokenOnce) {
     for (auto& p : prompts) ids.push_back(session.add_sequence(p));
     SamplingParams p = sampling(5);
     p.stop_token_ids = {4};
+    p.decode_graph = GetParam();
 
     // Turn 1 (max_batch 2: continuous batching, the third sequence joins mid-way).
     auto s1 = session.generate(ids, p, 9, 2);
@@ -121,6 +129,12 @@ TEST(Session, TurnsEqualFullReprefillAndPrefillEachTokenOnce) {
     EXPECT_THROW(session.add_sequence({}), spade::Error);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(DecodeSteps, SessionTurns,
+                         ::testing::Values(SamplingParams::DecodeGraphMode::kOff, SamplingParams::DecodeGraphMode::kOn),
+                         [](const ::testing::TestParamInfo<SamplingParams::DecodeGraphMode>& info) {
+                           return std::string(info.param == SamplingParams::DecodeGraphMode::kOn ? "graph" : "forward");
+                         });
 
 TEST(Session, GreedyTurnsEqualArgmaxOfFullForward) {
   Transformer m = model();
@@ -189,4 +203,34 @@ TEST(Session, PrefillBudgetSplitsAdmissionWithoutChangingResults) {
   auto all = rollout::generate(m, prompts, p, 3, 6);
   p.max_prefill_tokens = 1;  // one sequence per prefill
   expect_same(rollout::generate(m, prompts, p, 3, 6), all, "budget");
+}
+
+// With a decode graph, finished rows stay in the batch until a quarter of it has finished (fewer
+// storage replacements, so fewer captures): 8 sequences with two stop tokens finish at scattered steps.
+// Results, parked caches and the next turn must equal those of decoding through forward(), where
+// finished rows leave at once.
+TEST(Session, DeferredRowRemovalOfTheGraphPathChangesNothing) {
+  Transformer m = model("qwen2");
+  std::vector<std::unique_ptr<GenerationSession>> sessions;
+  for (int i = 0; i < 2; ++i) sessions.push_back(std::make_unique<GenerationSession>(m));
+  std::vector<std::vector<GenerationResult>> out(2);
+  for (int i = 0; i < 2; ++i) {
+    SamplingParams p = sampling(12);
+    p.stop_token_ids = {4, 9, 17};
+    p.decode_graph = i == 0 ? SamplingParams::DecodeGraphMode::kOff : SamplingParams::DecodeGraphMode::kOn;
+    std::vector<size_t> ids;
+    for (int64_t s = 0; s < 8; ++s) ids.push_back(sessions[i]->add_sequence({s + 1, 2 * s + 3, 30 - s}));
+    out[i] = sessions[i]->generate(ids, p, 5, /*max_batch=*/8);
+    for (size_t id : ids) sessions[i]->append(id, {static_cast<int64_t>(id % 5 + 10), 11});
+    auto second = sessions[i]->generate(ids, p, 6, 8);
+    out[i].insert(out[i].end(), second.begin(), second.end());
+  }
+  expect_same(out[1], out[0], "graph vs forward");
+  std::set<size_t> lengths;
+  for (size_t a = 0; a < 8; ++a) {
+    lengths.insert(out[0][a].tokens.size());
+    EXPECT_EQ(sessions[1]->cached_tokens(a), sessions[0]->cached_tokens(a)) << a;
+    EXPECT_EQ(sessions[1]->tokens(a), sessions[0]->tokens(a)) << a;
+  }
+  EXPECT_GE(lengths.size(), 3u) << "the rows should finish at different steps for this test to mean anything";
 }

@@ -10,6 +10,7 @@
 #include "tests/testing/test_util.h"
 #include "tests/trainer/tiny_run.h"
 #include "trainer/config.h"
+#include "trainer/config_bridge.h"
 #include "trainer/device.h"
 #include "trainer/train.h"
 
@@ -75,6 +76,17 @@ TEST(Device, ConfigKeysAreValidatedAndSaved) {
   EXPECT_FALSE(d.train.activation_checkpointing);
   EXPECT_EQ(d.train.autocast, "none");
   EXPECT_EQ(d.train.attention, "auto");
+}
+
+TEST(Device, DecodeGraphKeysAreValidatedAndReachTheSampler) {
+  EXPECT_NE(error_of([] { parse_config("selfplay: {agent: {decode_graph: yes}}\n", "x.yaml"); })
+                .find("selfplay.agent.decode_graph"),
+            std::string::npos);
+  const Config c = parse_config("selfplay: {hint: {decode_graph: 'off'}, designer: {decode_graph: 'on'}}\n", "x.yaml");
+  EXPECT_EQ(sampling(c.selfplay.hint).decode_graph, rollout::SamplingParams::DecodeGraphMode::kOff);
+  EXPECT_EQ(sampling(c.selfplay.designer).decode_graph, rollout::SamplingParams::DecodeGraphMode::kOn);
+  EXPECT_EQ(sampling(c.selfplay.agent).decode_graph, rollout::SamplingParams::DecodeGraphMode::kAuto);
+  EXPECT_EQ(parse_config(to_yaml(c), "resolved").selfplay.designer.decode_graph, "on");
 }
 
 TEST(Device, RunTrainOnCudaFailsBeforeWritingAnything) {

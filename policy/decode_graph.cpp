@@ -1,0 +1,186 @@
+#include "policy/decode_graph.h"
+
+#include <torch/torch.h>
+
+#include <iostream>
+#include <mutex>
+#include <vector>
+
+#include "common/error.h"
+#include "policy/torch_compat.h"
+
+#ifdef SPADE_CUDA_GRAPHS  // CMake: LibTorch built with CUDA (policy/CMakeLists.txt)
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace spade::policy {
+
+#ifdef SPADE_CUDA_GRAPHS
+struct DecodeGraph::Graph {
+  at::cuda::CUDAGraph graph;
+};
+#else
+struct DecodeGraph::Graph {};
+#endif
+
+DecodeGraph::DecodeGraph(Transformer model, bool capture)
+    : model_(std::move(model)), capture_(capture && capturable(*model_)) {}
+
+DecodeGraph::~DecodeGraph() = default;
+
+bool DecodeGraph::capturable(const TransformerImpl& model) {
+#ifdef SPADE_CUDA_GRAPHS
+  const auto params = model.parameters();
+  if (params.empty() || !params.front().device().is_cuda()) return false;
+  for (int64_t l = 0; l < model.config().num_hidden_layers; ++l)
+    if (model.config().is_moe_layer(l)) return false;
+  return !compat::autocast_enabled(c10::DeviceType::CUDA);
+#else
+  (void)model;
+  return false;
+#endif
+}
+
+torch::Tensor DecodeGraph::step(const torch::Tensor& ids, const torch::Tensor& positions, KVCache& cache,
+                                const torch::Tensor& key_mask) {
+  const auto layers = static_cast<size_t>(model_->config().num_hidden_layers);
+  if (cache.num_layers() != layers || cache.length() == 0)
+    throw spade::Error("DecodeGraph::step: the cache holds " + std::to_string(cache.num_layers()) + " of " +
+                       std::to_string(layers) + " layers and " + std::to_string(cache.length()) +
+                       " columns; prefill every layer first");
+  TORCH_CHECK(ids.dim() == 2 && ids.size(1) == 1, "DecodeGraph::step: ids must be [B, 1], got ", ids.sizes());
+  const int64_t B = ids.size(0);
+  if (cache.batch_size() != B)
+    throw spade::Error("DecodeGraph::step: " + std::to_string(B) + " ids for a cache of " +
+                       std::to_string(cache.batch_size()) + " rows");
+  TORCH_CHECK(positions.sizes() == ids.sizes(), "DecodeGraph::step: positions must match ids ", ids.sizes());
+  TORCH_CHECK(!key_mask.defined() || (key_mask.dim() == 2 && key_mask.size(0) == B &&
+                                      key_mask.size(1) == cache.length() + 1),
+              "DecodeGraph::step: key_mask must be [B, cache+1] = [", B, ", ", cache.length() + 1, "], got ",
+              key_mask.sizes());
+
+  // 1. One more column in every layer (growing the storage may replace it: then rebind, recapture).
+  in_.k.resize(layers);
+  in_.v.resize(layers);
+  int64_t length = 0;
+  for (size_t l = 0; l < layers; ++l) {
+    KVCache::Column col = cache.append_column(l);
+    in_.k[l] = col.k;
+    in_.v[l] = col.v;
+    length = col.length;  // includes the new column, length - 1
+  }
+  if (cache.storage_version() != bound_version_ || !in_.input_ids.defined() || in_.input_ids.size(0) != B) {
+    // The storage's columns from the new one on were never written through this cache's current
+    // storage (torch::empty on growth): zero them so that masked columns are finite (0 x NaN = NaN).
+    const int64_t C = in_.k[0].size(2);
+    for (size_t l = 0; l < layers; ++l) {
+      in_.k[l].narrow(2, length - 1, C - length + 1).zero_();
+      in_.v[l].narrow(2, length - 1, C - length + 1).zero_();
+    }
+    const auto dev = in_.k[0].device();
+    const auto i64 = torch::TensorOptions().dtype(torch::kLong).device(dev);
+    in_.input_ids = torch::zeros({B, 1}, i64);
+    in_.positions = torch::zeros({B, 1}, i64);
+    in_.column = torch::zeros({1}, i64);
+    in_.mask = torch::zeros({B, C}, torch::TensorOptions().dtype(torch::kBool).device(dev));
+    if (!in_.inv_freq.defined()) in_.inv_freq = rope_inv_freq(model_->config()).to(dev);
+    graph_.reset();
+    bound_version_ = cache.storage_version();
+  }
+
+  // 2. The step's inputs into the static buffers (mask: columns past `length` stay false).
+  in_.input_ids.copy_(ids);
+  in_.positions.copy_(positions);
+  in_.column.fill_(length - 1);
+  torch::Tensor mask = in_.mask.narrow(1, 0, length);
+  if (key_mask.defined()) {
+    mask.copy_(key_mask);
+  } else {
+    mask.fill_(true);
+  }
+
+  // 3. Replay, capture, or run eagerly.
+  if (graph_) {
+#ifdef SPADE_CUDA_GRAPHS
+    graph_->graph.replay();
+#endif
+  } else if (capture_) {
+    capture();
+  } else {
+    logits_ = eager();
+  }
+  return logits_;
+}
+
+torch::Tensor DecodeGraph::eager() {
+  torch::Tensor hidden = model_->forward_fixed(in_);
+  return model_->next_token_logits(hidden.select(1, 0));
+}
+
+void DecodeGraph::fall_back(const std::string& why) {
+  capture_ = false;
+  graph_.reset();
+  fallback_reason_ = why;
+  static std::once_flag once;
+  std::call_once(once, [&] { std::cerr << "spade: warning: CUDA graph decode off, decoding eagerly: " << why << "\n"; });
+}
+
+#ifdef SPADE_CUDA_GRAPHS
+
+void DecodeGraph::capture() {
+  // As torch.cuda.graph: warm up on a side stream (lazy cuBLAS state is created outside the capture),
+  // capture on it, then replay on the caller's stream. Writing the step's K/V twice is harmless: the
+  // same values go to the same column.
+  const c10::DeviceIndex device = in_.k[0].device().index();
+  c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+  torch::Tensor warm;
+  auto g = std::make_unique<Graph>();
+  try {
+    c10::cuda::device_synchronize();
+    {
+      c10::cuda::CUDAStreamGuard guard(side);
+      warm = eager();
+      g->graph.capture_begin();
+      logits_ = eager();
+      g->graph.capture_end();
+    }
+    c10::cuda::device_synchronize();
+    g->graph.replay();
+  } catch (const std::exception& e) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(side.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t broken = nullptr;  // end the failed capture so the stream is usable again
+      if (cudaStreamEndCapture(side.stream(), &broken) == cudaSuccess && broken) cudaGraphDestroy(broken);
+    }
+    (void)cudaGetLastError();
+    g.reset();
+    c10::cuda::device_synchronize();
+    fall_back(std::string("capture failed: ") + e.what());
+    logits_ = eager();
+    return;
+  }
+  // The first replay must reproduce the eager step (same kernels on the same inputs).
+  const double diff = (logits_ - warm).abs().max().item<double>();
+  const double scale = warm.abs().max().item<double>();
+  if (!(diff <= 1e-3 * (1.0 + scale))) {
+    g.reset();
+    fall_back("the captured step's logits differ from the eager step's by " + std::to_string(diff) +
+              " (max |logit| " + std::to_string(scale) + ")");
+    logits_ = warm;
+    return;
+  }
+  graph_ = std::move(g);
+  ++captures_;
+}
+
+#else
+
+void DecodeGraph::capture() { throw spade::Error("DecodeGraph::capture: built without CUDA graphs"); }
+
+#endif
+
+}  // namespace spade::policy

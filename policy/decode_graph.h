@@ -1,0 +1,85 @@
+// DecodeGraph: the sampler's decode step (one new token per row onto a KVCache) as a CUDA graph.
+//
+// Why: at batch 64 a decode step of a 4B model reads ~8 GB of weights (~2.5 ms on an H200) but
+// launches ~60 small kernels per layer (~2,000 per step); eager LibTorch spends ~5 us of host time on
+// each, so the step is bound by launches, not by the GPU. A CUDA graph replays the whole step with one
+// launch (the technique vLLM and SGLang use for decode, "CUDA graphs" in their docs).
+//
+// How: TransformerImpl::forward_fixed() runs the step on tensors whose shapes and addresses do not
+// change between steps: the ids, positions, write column and [B, C] attention mask live in static
+// buffers here, the new keys/values are written into the cache's storage at a device-side column, and
+// attention covers the storage's whole capacity C under the mask. The graph is captured once per cache
+// storage (KVCache::storage_version(): the sampler's row changes and capacity doublings replace the
+// storage, a few times per generate() call) and batch size, and replayed every other step.
+//
+// Safety: each capture is checked before use: the eager step run as warm-up and the first replay must
+// give the same logits (max abs difference <= 1e-3 x (1 + max |logit|)); if they do not, or capture
+// throws, this object falls back to the eager step for good and says why on stderr, once per process.
+// Without CUDA (CPU models, or a LibTorch built without CUDA) step() runs forward_fixed() eagerly on the
+// same buffers: the same results and bookkeeping, which is how the tests cover it on a CPU.
+//
+// Not thread-safe. The model's weights may change between steps only in place (an optimizer step);
+// a DecodeGraph must not outlive the model. STATUS: capture written against PyTorch 2.x / 1.13 headers
+// and syntax-checked; run on a GPU by scripts/gpu/run_all.sh (unit tests and the sampler bench).
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "policy/transformer.h"
+
+namespace spade::policy {
+
+class DecodeGraph {
+ public:
+  /// capture: record CUDA graphs when capturable(model) (else every step runs eagerly).
+  explicit DecodeGraph(Transformer model, bool capture = true);
+  ~DecodeGraph();
+  DecodeGraph(const DecodeGraph&) = delete;
+  DecodeGraph& operator=(const DecodeGraph&) = delete;
+
+  /// Whether this build and `model` allow capture now: LibTorch built with CUDA (SPADE_CUDA_GRAPHS),
+  /// the parameters on a CUDA device, no MoE layer (its routing copies to the host), CUDA autocast off.
+  static bool capturable(const TransformerImpl& model);
+
+  /// Next-token logits [B, V] float32 on the model's device for ids [B, 1] int64 at positions [B, 1]
+  /// int64 (both on the model's device), appending their keys/values to `cache` (B rows, every layer
+  /// cached, as after a prefill). key_mask: [B, cache.length() + 1] bool (true = may be attended; the
+  /// new column must be true) or undefined (every column real). Values equal
+  /// model->next_token_logits(model->forward(ids, positions, &cache, key_mask).select(1, 0)) up to
+  /// summation order (tests/policy/test_decode_graph.cpp). The result is a view of a static buffer:
+  /// the next step() overwrites it (copy it to keep it). Must run under torch::NoGradGuard.
+  /// Throws spade::Error for an empty or mismatched cache, c10::Error for mismatched shapes.
+  torch::Tensor step(const torch::Tensor& ids, const torch::Tensor& positions, KVCache& cache,
+                     const torch::Tensor& key_mask);
+
+  /// Number of CUDA graphs captured so far (0 when capture is off or unavailable).
+  int64_t captures() const { return captures_; }
+  /// Whether steps are replayed from a CUDA graph (false: eager forward_fixed()).
+  bool capturing() const { return capture_; }
+  /// Why capture was turned off ("" while it is on or was never requested).
+  const std::string& fallback_reason() const { return fallback_reason_; }
+
+ private:
+  struct Graph;  // the captured graph (CUDA builds only; decode_graph.cpp)
+  // Makes the static buffers match `cache` (storage, rows, capacity): zeroes the storage's unused
+  // columns and the mask, drops a captured graph. Returns true if they changed.
+  bool bind(KVCache& cache, int64_t B);
+  torch::Tensor eager();   // forward_fixed() + next_token_logits() on the static buffers
+  void capture();          // warm-up, capture, verify; falls back on failure
+  void fall_back(const std::string& why);
+
+  Transformer model_;
+  bool capture_;
+  int64_t captures_ = 0;
+  std::string fallback_reason_;
+  uint64_t bound_version_ = 0;  // KVCache::storage_version() the buffers were bound to (0: none)
+  TransformerImpl::FixedDecode in_;  // static inputs (and the cache's storage)
+  torch::Tensor logits_;             // [B, V] float32: the last step's output
+  std::unique_ptr<Graph> graph_;
+};
+
+}  // namespace spade::policy
