@@ -70,6 +70,22 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+std::string read_file(const std::string& path, uint64_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open " + path + ": " + errno_text());
+  std::string out;
+  char buf[1 << 16];
+  while (in) {
+    in.read(buf, sizeof buf);
+    const auto got = static_cast<uint64_t>(in.gcount());
+    if (out.size() + got > max_bytes)
+      throw Error(path + " is larger than " + std::to_string(max_bytes) + " bytes, the limit for this file");
+    out.append(buf, got);
+  }
+  if (in.bad()) throw Error("cannot read " + path);
+  return out;
+}
+
 void append_line(const std::string& path, std::string_view line) {
   fs::path target(path);
   std::error_code ec;

@@ -2,6 +2,7 @@
 // A reader never sees a half-written file; a crash leaves either the old or the new content.
 // Thread-safe for distinct target paths.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,11 @@ void write_file_atomic(const std::string& path, std::string_view data);
 
 /// Reads a whole file. Throws spade::Error naming the path if it cannot be opened or read.
 std::string read_file(const std::string& path);
+
+/// Reads a whole file of at most `max_bytes` bytes: reading stops with a spade::Error naming the path
+/// and the limit as soon as more arrive (so a path to /dev/zero or a runaway pipe fails instead of
+/// hanging or exhausting memory). Other errors as read_file(path).
+std::string read_file(const std::string& path, uint64_t max_bytes);
 
 /// Appends one line (a '\n' is added) to `path` and flushes; used for metrics.jsonl.
 /// Throws spade::Error on failure.

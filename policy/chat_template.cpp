@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "common/atomic_file.h"
 #include "common/error.h"
+#include "policy/tokenizer_json.h"
 
 namespace spade::policy {
 
@@ -26,11 +26,9 @@ int64_t special_id(const Tokenizer& tok, ChatFormat format, const char* token) {
 
 nlohmann::json read_json_if_present(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path)) return nlohmann::json::object();
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = spade::read_file(path.string(), tokenizer_json::kMaxFileBytes);
   try {
-    return nlohmann::json::parse(ss.str());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw spade::Error("ChatTemplate: " + path.string() + " is not valid JSON: " + e.what());
   }

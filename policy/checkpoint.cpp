@@ -13,6 +13,10 @@
 
 namespace spade::policy {
 namespace fs = std::filesystem;
+
+// config.json and model.safetensors.index.json are read whole: at most 64 MiB (a 1000-shard index is
+// ~100 KB), so that a path to an endless file is an error instead of a hang.
+constexpr uint64_t kMaxMetadataBytes = uint64_t{64} << 20;
 using nlohmann::json;
 
 namespace {
@@ -64,7 +68,7 @@ ModelConfig load_model_config(const std::string& dir) {
   if (!fs::exists(path)) throw spade::Error(path + ": missing (not an HF checkpoint directory?)");
   json j;
   try {
-    j = json::parse(spade::read_file(path));
+    j = json::parse(spade::read_file(path, kMaxMetadataBytes));
   } catch (const json::exception& e) {
     throw spade::Error(path + ": invalid JSON: " + e.what());
   }
@@ -121,7 +125,7 @@ Transformer load_checkpoint(const std::string& dir, c10::ScalarType dtype) {
   } else if (fs::exists(index)) {
     json j;
     try {
-      j = json::parse(spade::read_file(index.string()));
+      j = json::parse(spade::read_file(index.string(), kMaxMetadataBytes));
     } catch (const json::exception& e) {
       throw spade::Error(index.string() + ": invalid JSON: " + e.what());
     }

@@ -114,23 +114,31 @@ std::vector<std::pair<size_t, size_t>> RegexSplitter::matches(const std::string&
       pcre2_match_data_create_from_pattern(code, nullptr), pcre2_match_data_free);
   if (!md) throw spade::Error(where_ + ": out of memory for PCRE2 match data");
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  // The iteration of the onig crate's find_iter, which HF's SysRegex uses: search from `start`; an
+  // empty match that ends where the previous accepted match ended is not accepted and the search moves
+  // on by one character (one byte inside invalid UTF-8); any other match is accepted and the search
+  // continues at its end. So a pattern that can match empty yields empty matches between characters
+  // (an empty pattern: at every character boundary, which splits the text into single characters).
   size_t start = 0;
-  while (start < text.size()) {
+  bool any = false;
+  size_t last_end = 0;
+  while (start <= text.size()) {
     int rc = pcre2_match(code, subject, text.size(), start, 0, md.get(), nullptr);
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT)  // very long runs: retry in the interpreter (heap-backed)
       rc = pcre2_match(code, subject, text.size(), start, PCRE2_NO_JIT, md.get(), nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) throw spade::Error(where_ + ": PCRE2 matching failed: " + pcre2_message(rc));
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.get());
-    if (ov[1] > ov[0]) {
-      out.emplace_back(ov[0], ov[1]);
-      start = ov[1];
-    } else {
-      // Empty match: skip it and move on by one character (one byte inside invalid UTF-8).
-      size_t next = ov[0] + 1;
+    if (ov[1] == ov[0] && any && last_end == ov[1]) {
+      if (start >= text.size()) break;
+      size_t next = start + 1;
       while (next < text.size() && (static_cast<unsigned char>(text[next]) & 0xC0) == 0x80) ++next;
       start = next;
+      continue;
     }
+    out.emplace_back(ov[0], ov[1]);
+    any = true;
+    last_end = start = ov[1];
   }
   return out;
 }

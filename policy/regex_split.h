@@ -57,7 +57,8 @@ class RegexSplitter {
                 const std::string& where);
 
   /// Byte ranges [begin, end) of the non-overlapping, leftmost-first matches of the pattern in `text`,
-  /// in order. Empty matches are skipped. Throws spade::Error if PCRE2 reports a matching error.
+  /// in order, as HF's iteration (the onig crate's find_iter): an empty match is kept unless it ends
+  /// where the previous match ended. Throws spade::Error if PCRE2 reports a matching error.
   std::vector<std::pair<size_t, size_t>> matches(const std::string& text) const;
 
   /// The pieces of `text` after the split (never empty strings), following HF's split.rs: the text is cut

@@ -50,7 +50,7 @@ namespace {
 bool sentencepiece_style_json(const fs::path& path) {
   try {
     const std::string file = path.string();
-    return tokenizer_json::is_sentencepiece_style(tokenizer_json::parse(spade::read_file(file), file));
+    return tokenizer_json::is_sentencepiece_style(tokenizer_json::parse(spade::read_file(file, tokenizer_json::kMaxFileBytes), file));
   } catch (const std::exception&) {
     return false;
   }

@@ -75,7 +75,7 @@ json read(const std::string& path) {
   if (!fs::exists(path)) throw spade::Error(path + ": tokenizer file does not exist");
   std::string text;
   try {
-    text = spade::read_file(path);
+    text = spade::read_file(path, kMaxFileBytes);
   } catch (const std::exception& e) {
     throw spade::Error(path + ": cannot read: " + e.what());
   }

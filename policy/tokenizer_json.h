@@ -26,8 +26,13 @@ namespace tokenizer_json {
 /// which HF's loader has too; nlohmann's dump() and copies recurse per level and would overflow the stack).
 nlohmann::json parse(const std::string& text, const std::string& where);
 
+/// Largest tokenizer.json / tokenizer_config.json read, in bytes: 1 GiB (the largest public one we know,
+/// Gemma 3's tokenizer.json, is 33 MB). A bound, so that a path to an endless file (/dev/zero, a pipe)
+/// is an error instead of a hang.
+inline constexpr uint64_t kMaxFileBytes = uint64_t{1} << 30;
+
 /// Reads and parses the file `path` (as parse()); throws spade::Error naming `path` when it does not
-/// exist, cannot be read, is not JSON or is nested too deep.
+/// exist, cannot be read, exceeds kMaxFileBytes, is not JSON or is nested too deep.
 nlohmann::json read(const std::string& path);
 
 /// j["type"] of an object; throws spade::Error "<where>: expected an object with a string \"type\"".

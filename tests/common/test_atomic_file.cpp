@@ -24,3 +24,19 @@ TEST(AtomicFile, WriteReplaceAndRead) {
   EXPECT_EQ(read_file((dir / "m.jsonl").string()), "{}\n{}\n");
   EXPECT_THROW(read_file((dir / "missing").string()), Error);
 }
+
+TEST(AtomicFile, BoundedReadStopsAtTheLimit) {
+  fs::path dir = fs::path(SPADE_TEST_TMP) / "bounded";
+  fs::remove_all(dir);
+  const std::string p = (dir / "ten.txt").string();
+  write_file_atomic(p, "0123456789");
+  EXPECT_EQ(read_file(p, 10), "0123456789");  // exactly the limit: fine
+  try {
+    read_file(p, 9);
+    ADD_FAILURE() << "a 10-byte file read with a 9-byte limit";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(p + " is larger than 9 bytes"), std::string::npos) << e.what();
+  }
+  // An endless file ends in an error, after at most the limit plus one 64 KiB chunk.
+  EXPECT_THROW(read_file("/dev/zero", 1 << 20), Error);
+}

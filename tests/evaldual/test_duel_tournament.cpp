@@ -64,7 +64,7 @@ TEST(DuelTournament, KilledRunResumesWithoutReplaying) {
   std::string clean = fresh_dir("rr_clean"), dir = fresh_dir("rr_killed");
   std::vector<MatchRecord> uninterrupted = run_tournament(clean, make_round_robin_state("t", kFour), lower_id_wins);
 
-  CrashingPlayer first{0, 4};  // dies during the 4th match
+  CrashingPlayer first{0, 4, {}};  // dies during the 4th match
   EXPECT_THROW(run_tournament(dir, make_round_robin_state("t", kFour), std::ref(first)), std::runtime_error);
   EXPECT_EQ(load_matches(dir + "/matches.json").size(), 3u);
   CrashingPlayer second;
@@ -102,7 +102,7 @@ TEST(DuelTournament, LateEntrantByActiveSamplingResumes) {
   EXPECT_EQ(opponents.size(), 3u);  // never the same incumbent twice while unplayed pairs remain
 
   std::string dir = fresh_dir("late_killed");
-  CrashingPlayer first{0, 2};
+  CrashingPlayer first{0, 2, {}};
   EXPECT_THROW(run_tournament(dir, make_late_entrant_state("late", "E", kFour), std::ref(first), o), std::runtime_error);
   CrashingPlayer second;
   std::vector<MatchRecord> resumed = run_tournament(dir, make_late_entrant_state("late", "E", kFour), std::ref(second), o);

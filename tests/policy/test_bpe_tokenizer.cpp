@@ -184,6 +184,25 @@ TEST(BpePreTokenizer, SplitBehaviors) {
             std::string::npos);
 }
 
+TEST(BpePreTokenizer, EmptyMatchesFollowOnigIteration) {
+  // HF's Split runs the onig crate's find_iter (tokenizers' SysRegex; pattern.rs turns the matches and
+  // the gaps between them into pieces): an empty match is accepted unless it ends where the previous
+  // match ended, then the search moves on one character. Pieces derived by hand from that rule.
+  // An empty pattern matches at every character boundary: every character becomes a piece.
+  EXPECT_EQ(RegexSplitter("", SplitBehavior::kIsolated, false, /*literal=*/true, "test").split("h\u00E9llo"),
+            (Pieces{"h", "\u00E9", "l", "l", "o"}));
+  // "x*" on "abxxc": matches (0,0) (1,1) (2,4) (5,5); the empty one at 4 ends where "xx" ended and is
+  // skipped. Gaps "a" "b" "c". (Skipping every empty match would give "ab" "xx" "c".)
+  auto split = [](SplitBehavior b) { return RegexSplitter("x*", b, false, false, "test").split("abxxc"); };
+  EXPECT_EQ(split(SplitBehavior::kIsolated), (Pieces{"a", "b", "xx", "c"}));
+  EXPECT_EQ(split(SplitBehavior::kContiguous), (Pieces{"a", "b", "xx", "c"}));
+  EXPECT_EQ(split(SplitBehavior::kRemoved), (Pieces{"a", "b", "c"}));
+  // MergedWithPrevious: the empty matches merge into "a" and "c" (no change), "xx" into "b".
+  EXPECT_EQ(split(SplitBehavior::kMergedWithPrevious), (Pieces{"a", "bxx", "c"}));
+  // Empty text: no pieces.
+  EXPECT_TRUE(RegexSplitter("", SplitBehavior::kIsolated, false, true, "test").split("").empty());
+}
+
 TEST(BpeTokenizer, HandDerivedIds) {
   Tokenizer t = load_hand_made("ids");
   EXPECT_EQ(t.kind(), "bpe");

@@ -119,6 +119,15 @@ TEST(Safetensors, ErrorsNameFileAndTensor) {
   EXPECT_EQ(f->get("f").item<float>(), 1.5f);
 }
 
+// A config.json that never ends (a symlink to /dev/zero) was read forever; it is now an error once
+// more than the 64 MiB bound for metadata files has arrived.
+TEST(Checkpoint, EndlessConfigFileIsAnErrorNotAHang) {
+  const std::string d = tmp_dir("endless");
+  fs::create_symlink("/dev/zero", d + "/config.json");
+  const std::string e = error_of([&] { load_model_config(d); });
+  EXPECT_NE(e.find(d + "/config.json is larger than 67108864 bytes"), std::string::npos) << e;
+}
+
 TEST(Checkpoint, SaveLoadBitIdenticalTiedAndUntied) {
   for (bool tied : {true, false}) {
     const std::string d = tmp_dir(tied ? "tied" : "untied") + "/step_000001";
