@@ -71,8 +71,13 @@ AddedVocabulary::AddedVocabulary(const nlohmann::json& j, const std::string& whe
     tok.single_word = tokenizer_json::get_bool(a, "single_word", false, at);
     by_content_[tok.content] = tok.id;
     by_id_[tok.id] = tokens_.size();
+    const auto index = static_cast<int32_t>(tokens_.size());
+    all_.add(tok.content, index);
+    if (!tok.special) non_special_.add(tok.content, index);
     tokens_.push_back(std::move(tok));
   }
+  all_.build();
+  non_special_.build();
 }
 
 int64_t AddedVocabulary::id_of(const std::string& content) const {
@@ -92,51 +97,28 @@ int64_t AddedVocabulary::id_end() const {
 }
 
 std::vector<AddedVocabulary::Segment> AddedVocabulary::split(const std::string& text, bool parse_special) const {
+  const ByteTrie& trie = parse_special ? all_ : non_special_;
   std::vector<Segment> out;
-  std::vector<const AddedToken*> cands;
-  for (const AddedToken& a : tokens_)
-    if (parse_special || !a.special) cands.push_back(&a);
-  std::vector<size_t> next(cands.size(), 0);  // next occurrence at or after `pos` (npos: none)
-  for (size_t i = 0; i < cands.size(); ++i) next[i] = text.find(cands[i]->content);
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t best = std::string::npos;
-    const AddedToken* tok = nullptr;
-    for (size_t i = 0; i < cands.size(); ++i) {
-      while (next[i] != std::string::npos) {
-        if (next[i] < pos) {
-          next[i] = text.find(cands[i]->content, pos);
-          continue;
-        }
-        const AddedToken& a = *cands[i];
-        if (a.single_word) {
-          const size_t e = next[i] + a.content.size();
-          size_t n;
-          const bool left_ok = next[i] == 0 || !is_word(char_before(text, next[i], n));
-          const bool right_ok = e >= text.size() || !is_word(char_at(text, e, n));
-          if (!left_ok || !right_ok) {
-            next[i] = text.find(a.content, next[i] + 1);
-            continue;
-          }
-        }
-        break;
-      }
-      if (next[i] == std::string::npos) continue;
-      if (next[i] < best || (next[i] == best && cands[i]->content.size() > tok->content.size())) {
-        best = next[i];
-        tok = cands[i];
-      }
+  size_t pos = 0;   // start of the ordinary text not yet emitted
+  size_t scan = 0;  // where the search goes on: after the last match, kept or discarded
+  while (scan < text.size() && !trie.empty()) {
+    const ByteTrie::Match m = trie.find(text, scan);
+    if (m.value < 0) break;
+    const AddedToken& tok = tokens_[static_cast<size_t>(m.value)];
+    size_t b = m.start, e = m.start + m.length, n;
+    scan = e;
+    if (tok.single_word) {
+      const bool left_ok = b == 0 || !is_word(char_before(text, b, n));
+      const bool right_ok = e >= text.size() || !is_word(char_at(text, e, n));
+      if (!left_ok || !right_ok) continue;  // discarded: its bytes stay in the ordinary text
     }
-    if (!tok) break;
-    size_t b = best, e = best + tok->content.size();
-    size_t n;
-    if (tok->lstrip)
+    if (tok.lstrip)
       while (b > pos && is_space(char_before(text, b, n)) && b - n >= pos) b -= n;
-    if (tok->rstrip)
+    if (tok.rstrip)
       while (e < text.size() && is_space(char_at(text, e, n))) e += n;
     if (b > pos) out.push_back({pos, b, -1});
-    out.push_back({b, e, tok->id});
-    pos = e;
+    out.push_back({b, e, tok.id});
+    pos = scan = e;
   }
   if (pos < text.size()) out.push_back({pos, text.size(), -1});
   return out;

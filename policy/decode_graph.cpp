@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <atomic>
 #include <iostream>
 #include <mutex>
 #include <vector>
@@ -18,6 +20,17 @@
 #endif
 
 namespace spade::policy {
+
+#ifdef SPADE_CUDA_GRAPHS
+namespace {
+// Set when a capture failed in this process: later DecodeGraphs do not try again (each failed capture
+// may leave an unreleased private pool in PyTorch's caching allocator).
+std::atomic<bool>& capture_broken() {
+  static std::atomic<bool> broken{false};
+  return broken;
+}
+}  // namespace
+#endif
 
 #ifdef SPADE_CUDA_GRAPHS
 struct DecodeGraph::Graph {
@@ -38,6 +51,10 @@ bool DecodeGraph::capturable(const TransformerImpl& model) {
   if (params.empty() || !params.front().device().is_cuda()) return false;
   for (int64_t l = 0; l < model.config().num_hidden_layers; ++l)
     if (model.config().is_moe_layer(l)) return false;
+  if (capture_broken().load()) return false;
+  // Deterministic mode (run.deterministic) routes CUDA index_copy_ through index_put_ with sorting:
+  // not known to be capturable, and determinism matters more there than decode speed.
+  if (at::globalContext().deterministicAlgorithms()) return false;
   return !compat::autocast_enabled(c10::DeviceType::CUDA);
 #else
   (void)model;
@@ -90,12 +107,17 @@ torch::Tensor DecodeGraph::step(const torch::Tensor& ids, const torch::Tensor& p
     if (!in_.inv_freq.defined()) in_.inv_freq = rope_inv_freq(model_->config()).to(dev);
     graph_.reset();
     bound_version_ = cache.storage_version();
+    high_water_ = 0;
   }
 
   // 2. The step's inputs into the static buffers (mask: columns past `length` stay false).
   in_.input_ids.copy_(ids);
   in_.positions.copy_(positions);
   in_.column.fill_(length - 1);
+  // A shorter cache on the same storage (a copy: KVCache copies share storage and version) must not
+  // see columns a longer one marked: clear the mask from `length` up to the longest length seen.
+  if (length < high_water_) in_.mask.narrow(1, length, high_water_ - length).fill_(false);
+  high_water_ = length;
   torch::Tensor mask = in_.mask.narrow(1, 0, length);
   if (key_mask.defined()) {
     mask.copy_(key_mask);
@@ -113,6 +135,12 @@ torch::Tensor DecodeGraph::step(const torch::Tensor& ids, const torch::Tensor& p
   } else {
     logits_ = eager();
   }
+  // Hold no reference to the cache's storage between steps: when the cache grows or drops rows it
+  // replaces its storage layer by layer, and references here would keep all of the old storage alive
+  // (peak memory old + new instead of new + one layer). A graph is never replayed on a storage that is
+  // not the cache's current one (storage_version()), so it needs none either.
+  std::fill(in_.k.begin(), in_.k.end(), torch::Tensor());
+  std::fill(in_.v.begin(), in_.v.end(), torch::Tensor());
   return logits_;
 }
 
@@ -139,27 +167,43 @@ void DecodeGraph::capture() {
   c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
   torch::Tensor warm;
   auto g = std::make_unique<Graph>();
+  std::string error;
   try {
     c10::cuda::device_synchronize();
-    {
-      c10::cuda::CUDAStreamGuard guard(side);
-      warm = eager();
-      g->graph.capture_begin();
+    c10::cuda::CUDAStreamGuard guard(side);
+    warm = eager();
+    g->graph.capture_begin();
+    try {
       logits_ = eager();
+    } catch (const std::exception& e) {
+      error = std::string("capture failed: ") + e.what();
+    }
+    // End the capture through PyTorch, on the capture stream, even after a failure: capture_end() also
+    // ends the caching allocator's routing of this stream's allocations to the graph's private pool
+    // (a raw cudaStreamEndCapture leaves the allocator believing a capture is underway for good). For a
+    // capture CUDA invalidated, PyTorch < 2.12 throws before that step (pytorch#180395); the process-wide
+    // flag below then keeps the residue to one pool.
+    try {
       g->graph.capture_end();
+    } catch (const std::exception& e) {
+      if (error.empty()) error = std::string("capture_end failed: ") + e.what();
     }
-    c10::cuda::device_synchronize();
-    g->graph.replay();
-  } catch (const std::exception& e) {
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(side.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
-      cudaGraph_t broken = nullptr;  // end the failed capture so the stream is usable again
-      if (cudaStreamEndCapture(side.stream(), &broken) == cudaSuccess && broken) cudaGraphDestroy(broken);
+  } catch (const std::exception& e) {  // device_synchronize, the warm-up step or capture_begin
+    if (error.empty()) error = std::string("warm-up failed: ") + e.what();
+  }
+  if (error.empty()) {
+    try {
+      c10::cuda::device_synchronize();
+      g->graph.replay();
+    } catch (const std::exception& e) {
+      error = std::string("replay failed: ") + e.what();
     }
+  }
+  if (!error.empty()) {
     (void)cudaGetLastError();
     g.reset();
-    c10::cuda::device_synchronize();
-    fall_back(std::string("capture failed: ") + e.what());
+    capture_broken().store(true);  // no retry by later DecodeGraphs (capturable() is false from now on)
+    fall_back(error);
     logits_ = eager();
     return;
   }

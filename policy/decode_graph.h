@@ -13,8 +13,9 @@
 // storage, a few times per generate() call) and batch size, and replayed every other step.
 //
 // Safety: each capture is checked before use: the eager step run as warm-up and the first replay must
-// give the same logits (max abs difference <= 1e-3 x (1 + max |logit|)); if they do not, or capture
-// throws, this object falls back to the eager step for good and says why on stderr, once per process.
+// give the same logits (max abs difference <= 1e-3 x (1 + max |logit|)); if they do not, this object
+// falls back to the eager step for good; if capture throws, so does every later DecodeGraph of the
+// process (capturable()). Either way it says why on stderr, once per process.
 // Without CUDA (CPU models, or a LibTorch built without CUDA) step() runs forward_fixed() eagerly on the
 // same buffers: the same results and bookkeeping, which is how the tests cover it on a CPU.
 //
@@ -42,7 +43,9 @@ class DecodeGraph {
   DecodeGraph& operator=(const DecodeGraph&) = delete;
 
   /// Whether this build and `model` allow capture now: LibTorch built with CUDA (SPADE_CUDA_GRAPHS),
-  /// the parameters on a CUDA device, no MoE layer (its routing copies to the host), CUDA autocast off.
+  /// the parameters on a CUDA device, no MoE layer (its routing copies to the host), CUDA autocast off,
+  /// deterministic algorithms off, and no capture has failed in this process (a failed capture can
+  /// leave a private memory pool behind in PyTorch's allocator: it is not retried).
   static bool capturable(const TransformerImpl& model);
 
   /// Next-token logits [B, V] float32 on the model's device for ids [B, 1] int64 at positions [B, 1]
@@ -77,6 +80,7 @@ class DecodeGraph {
   int64_t captures_ = 0;
   std::string fallback_reason_;
   uint64_t bound_version_ = 0;  // KVCache::storage_version() the buffers were bound to (0: none)
+  int64_t high_water_ = 0;      // the longest cache length stepped on the bound storage
   TransformerImpl::FixedDecode in_;  // static inputs (and the cache's storage)
   torch::Tensor logits_;             // [B, V] float32: the last step's output
   std::unique_ptr<Graph> graph_;

@@ -452,7 +452,7 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
       auto hidden = model->forward(step_ids, step_pos, &cache, step_mask);
       next_logits = model->next_token_logits(hidden.select(1, 0));
     }
-    *forwarded += Bk;
+    for (const Row& row : rows) *forwarded += row.done ? 0 : 1;  // deferred finished rows are not real tokens
   }
   if (was_training) model->train();
   return results;

@@ -140,7 +140,7 @@ TEST(DecodeGraph, RejectsAnUnfilledOrMismatchedCache) {
 }
 
 // With a GPU: the same scenario captured as CUDA graphs (a capture at the start, after the row drop and
-// after the growth), agreeing with the GPU's eager forward(): fp32 within 1e-4, bf16 within 2% of the
+// after the growth), agreeing with the GPU's eager forward(): fp32 within 1e-4, bf16 within 6% of the
 // largest logit (the fixed step sums attention over the whole capacity, forward() over the filled
 // columns: bf16 rounding differs).
 TEST(DecodeGraph, CudaGraphReplaysEqualEagerForwardOnTheGpu) {
@@ -154,7 +154,9 @@ TEST(DecodeGraph, CudaGraphReplaysEqualEagerForwardOnTheGpu) {
     EXPECT_TRUE(graph.capturing()) << graph.fallback_reason();
     EXPECT_EQ(graph.fallback_reason(), "");
     EXPECT_GE(graph.captures(), 3) << "one capture per storage: start, row drop, growth";
-    const double tol = dtype == torch::kFloat32 ? 1e-4 : 0.02 * (1 + st.max_logit);
+    // bf16: this scenario on the CPU gives 0.19 at max |logit| 6.0 (3%), as large as either path's own
+    // distance from float32 (tests/rollout/test_decode_graph_attack.cpp, Bf16FixedStepIsAsAccurateAsBf16Forward).
+    const double tol = dtype == torch::kFloat32 ? 1e-4 : 0.06 * (1 + st.max_logit);
     EXPECT_LT(st.max_diff, tol) << "dtype " << dtype;
   }
 }
