@@ -40,8 +40,10 @@ struct DecodeGraph::Graph {
 struct DecodeGraph::Graph {};
 #endif
 
-DecodeGraph::DecodeGraph(Transformer model, bool capture)
-    : model_(std::move(model)), capture_(capture && capturable(*model_)) {}
+DecodeGraph::DecodeGraph(Transformer model, bool capture, int64_t span_bucket)
+    : model_(std::move(model)), capture_(capture && capturable(*model_)), span_bucket_(span_bucket) {
+  if (span_bucket_ < 1) throw spade::Error("DecodeGraph: span_bucket must be >= 1, not " + std::to_string(span_bucket));
+}
 
 DecodeGraph::~DecodeGraph() = default;
 
@@ -81,34 +83,42 @@ torch::Tensor DecodeGraph::step(const torch::Tensor& ids, const torch::Tensor& p
               key_mask.sizes());
 
   // 1. One more column in every layer (growing the storage may replace it: then rebind, recapture).
-  in_.k.resize(layers);
-  in_.v.resize(layers);
-  int64_t length = 0;
-  for (size_t l = 0; l < layers; ++l) {
-    KVCache::Column col = cache.append_column(l);
-    in_.k[l] = col.k;
-    in_.v[l] = col.v;
-    length = col.length;  // includes the new column, length - 1
-  }
+  std::vector<KVCache::Column> cols(layers);
+  for (size_t l = 0; l < layers; ++l) cols[l] = cache.append_column(l);
+  const int64_t length = cols[0].length;  // includes the new column, length - 1
+  const int64_t C = cols[0].k.size(2);    // the storage's capacity
   if (cache.storage_version() != bound_version_ || !in_.input_ids.defined() || in_.input_ids.size(0) != B) {
     // The storage's columns from the new one on were never written through this cache's current
     // storage (torch::empty on growth): zero them so that masked columns are finite (0 x NaN = NaN).
-    const int64_t C = in_.k[0].size(2);
-    for (size_t l = 0; l < layers; ++l) {
-      in_.k[l].narrow(2, length - 1, C - length + 1).zero_();
-      in_.v[l].narrow(2, length - 1, C - length + 1).zero_();
+    for (const KVCache::Column& col : cols) {
+      col.k.narrow(2, length - 1, C - length + 1).zero_();
+      col.v.narrow(2, length - 1, C - length + 1).zero_();
     }
-    const auto dev = in_.k[0].device();
+    const auto dev = cols[0].k.device();
     const auto i64 = torch::TensorOptions().dtype(torch::kLong).device(dev);
     in_.input_ids = torch::zeros({B, 1}, i64);
     in_.positions = torch::zeros({B, 1}, i64);
     in_.column = torch::zeros({1}, i64);
-    in_.mask = torch::zeros({B, C}, torch::TensorOptions().dtype(torch::kBool).device(dev));
+    mask_full_ = torch::zeros({B, C}, torch::TensorOptions().dtype(torch::kBool).device(dev));
     if (!in_.inv_freq.defined()) in_.inv_freq = rope_inv_freq(model_->config()).to(dev);
     graph_.reset();
     bound_version_ = cache.storage_version();
+    bound_span_ = 0;
     high_water_ = 0;
   }
+  // Attention covers the first `span` columns: `length` rounded up to the bucket (a new graph per bucket).
+  const int64_t span = std::min(C, (length + span_bucket_ - 1) / span_bucket_ * span_bucket_);
+  if (span != bound_span_) {
+    graph_.reset();
+    bound_span_ = span;
+  }
+  in_.k.resize(layers);
+  in_.v.resize(layers);
+  for (size_t l = 0; l < layers; ++l) {
+    in_.k[l] = cols[l].k.narrow(2, 0, span);  // views: the same addresses at every step of this storage
+    in_.v[l] = cols[l].v.narrow(2, 0, span);
+  }
+  in_.mask = mask_full_.narrow(1, 0, span);
 
   // 2. The step's inputs into the static buffers (mask: columns past `length` stay false).
   in_.input_ids.copy_(ids);
@@ -116,9 +126,9 @@ torch::Tensor DecodeGraph::step(const torch::Tensor& ids, const torch::Tensor& p
   in_.column.fill_(length - 1);
   // A shorter cache on the same storage (a copy: KVCache copies share storage and version) must not
   // see columns a longer one marked: clear the mask from `length` up to the longest length seen.
-  if (length < high_water_) in_.mask.narrow(1, length, high_water_ - length).fill_(false);
+  if (length < high_water_) mask_full_.narrow(1, length, high_water_ - length).fill_(false);
   high_water_ = length;
-  torch::Tensor mask = in_.mask.narrow(1, 0, length);
+  torch::Tensor mask = mask_full_.narrow(1, 0, length);
   if (key_mask.defined()) {
     mask.copy_(key_mask);
   } else {

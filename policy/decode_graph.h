@@ -8,9 +8,12 @@
 // How: TransformerImpl::forward_fixed() runs the step on tensors whose shapes and addresses do not
 // change between steps: the ids, positions, write column and [B, C] attention mask live in static
 // buffers here, the new keys/values are written into the cache's storage at a device-side column, and
-// attention covers the storage's whole capacity C under the mask. The graph is captured once per cache
-// storage (KVCache::storage_version(): the sampler's row changes and capacity doublings replace the
-// storage, a few times per generate() call) and batch size, and replayed every other step.
+// attention covers the storage's first S columns under the mask, S = the cache length rounded up to a
+// multiple of span_bucket (at most the capacity C: K/V reads stay within span_bucket columns of what
+// is needed, where the whole capacity could be twice that after a doubling). The graph is captured
+// once per cache storage (KVCache::storage_version(): the sampler's row changes and capacity doublings
+// replace the storage), batch size and S, and replayed at every other step: a 512-token prompt decoding
+// 256 tokens with the default bucket takes 2 captures.
 //
 // Safety: each capture is checked before use: the eager step run as warm-up and the first replay must
 // give the same logits (max abs difference <= 1e-3 x (1 + max |logit|)); if they do not, this object
@@ -37,7 +40,10 @@ namespace spade::policy {
 class DecodeGraph {
  public:
   /// capture: record CUDA graphs when capturable(model) (else every step runs eagerly).
-  explicit DecodeGraph(Transformer model, bool capture = true);
+  /// span_bucket: attention spans the cache length rounded up to a multiple of this many columns (see
+  /// above; 256: a new capture every 256 decoded tokens at most, and at most 255 masked columns read).
+  /// Throws spade::Error if span_bucket < 1.
+  explicit DecodeGraph(Transformer model, bool capture = true, int64_t span_bucket = 256);
   ~DecodeGraph();
   DecodeGraph(const DecodeGraph&) = delete;
   DecodeGraph& operator=(const DecodeGraph&) = delete;
@@ -81,7 +87,10 @@ class DecodeGraph {
   std::string fallback_reason_;
   uint64_t bound_version_ = 0;  // KVCache::storage_version() the buffers were bound to (0: none)
   int64_t high_water_ = 0;      // the longest cache length stepped on the bound storage
-  TransformerImpl::FixedDecode in_;  // static inputs (and the cache's storage)
+  int64_t span_bucket_;
+  int64_t bound_span_ = 0;      // attended columns of the captured graph
+  torch::Tensor mask_full_;     // [B, C] bool: the mask buffer over the whole capacity (in_.mask: its first columns)
+  TransformerImpl::FixedDecode in_;  // static inputs (and views of the cache's storage during a step)
   torch::Tensor logits_;             // [B, V] float32: the last step's output
   std::unique_ptr<Graph> graph_;
 };

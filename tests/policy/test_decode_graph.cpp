@@ -88,13 +88,18 @@ TEST(DecodeGraph, FixedStepEqualsForwardThroughPaddingGrowthAndRowDrops) {
   for (std::string type : {"llama", "qwen2", "qwen3", "qwen3_moe"}) {
     Transformer m = type == "qwen3_moe" ? Transformer(moe_config()) : fixtures::random_model(type);
     if (type == "qwen3_moe") m->init_weights(5, 0.3);
-    DecodeGraph graph(m);
-    EXPECT_FALSE(graph.capturing()) << "no capture on a CPU";
-    const Stats st = run_scenario(m, graph, torch::kCPU, 90);
-    EXPECT_EQ(st.steps, 90);
-    EXPECT_LT(st.max_diff, 1e-5) << type << " (max |logit| " << st.max_logit << ")";
-    EXPECT_EQ(graph.captures(), 0);
+    // span_bucket 256 > capacity here: attention over the whole storage; 16: over the length rounded up
+    // to 16 columns, a new span every 16 steps.
+    for (int64_t bucket : {256, 16}) {
+      DecodeGraph graph(m, /*capture=*/true, bucket);
+      EXPECT_FALSE(graph.capturing()) << "no capture on a CPU";
+      const Stats st = run_scenario(m, graph, torch::kCPU, 90);
+      EXPECT_EQ(st.steps, 90);
+      EXPECT_LT(st.max_diff, 1e-5) << type << " bucket " << bucket << " (max |logit| " << st.max_logit << ")";
+      EXPECT_EQ(graph.captures(), 0);
+    }
   }
+  EXPECT_THROW(DecodeGraph(fixtures::random_model("llama"), true, 0), spade::Error);
 }
 
 TEST(DecodeGraph, UnwrittenStorageColumnsAreNeutralisedEvenIfNaN) {
@@ -139,21 +144,23 @@ TEST(DecodeGraph, RejectsAnUnfilledOrMismatchedCache) {
   EXPECT_EQ(two_rows.length(), 3);
 }
 
-// With a GPU: the same scenario captured as CUDA graphs (a capture at the start, after the row drop and
-// after the growth), agreeing with the GPU's eager forward(): fp32 within 1e-4, bf16 within 6% of the
-// largest logit (the fixed step sums attention over the whole capacity, forward() over the filled
-// columns: bf16 rounding differs).
+// With a GPU: the same scenario captured as CUDA graphs (one per storage and attention span), agreeing
+// with the GPU's eager forward(): fp32 within 1e-4, bf16 within 6% of the largest logit (the fixed step
+// sums attention over the span, forward() over the filled columns: bf16 rounding differs).
 TEST(DecodeGraph, CudaGraphReplaysEqualEagerForwardOnTheGpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU visible (scripts/gpu/run_all.sh runs this on one)";
   for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
     Transformer m = fixtures::random_model("qwen3");
     m->to(torch::kCUDA, dtype);
     ASSERT_TRUE(DecodeGraph::capturable(*m));
-    DecodeGraph graph(m);
+    DecodeGraph graph(m, /*capture=*/true, /*span_bucket=*/32);
     const Stats st = run_scenario(m, graph, torch::kCUDA, 90);
     EXPECT_TRUE(graph.capturing()) << graph.fallback_reason();
     EXPECT_EQ(graph.fallback_reason(), "");
-    EXPECT_GE(graph.captures(), 3) << "one capture per storage: start, row drop, growth";
+    // One capture per (storage, span), lengths 7..96 (capacity 70 until the growth): span 32 on the
+    // first storage (lengths 7..26); the row drop at 27 (new storage, span 32); 33..64 (span 64);
+    // 65..70 (span 70, the capacity); the growth at 71 (new storage, span 96).
+    EXPECT_EQ(graph.captures(), 5);
     // bf16: this scenario on the CPU gives 0.19 at max |logit| 6.0 (3%), as large as either path's own
     // distance from float32 (tests/rollout/test_decode_graph_attack.cpp, Bf16FixedStepIsAsAccurateAsBf16Forward).
     const double tol = dtype == torch::kFloat32 ? 1e-4 : 0.06 * (1 + st.max_logit);
