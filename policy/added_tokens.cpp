@@ -69,7 +69,7 @@ AddedVocabulary::AddedVocabulary(const nlohmann::json& j, const std::string& whe
     tok.lstrip = tokenizer_json::get_bool(a, "lstrip", false, at);
     tok.rstrip = tokenizer_json::get_bool(a, "rstrip", false, at);
     tok.single_word = tokenizer_json::get_bool(a, "single_word", false, at);
-    by_content_[tok.content] = tok.id;
+    by_content_.emplace(tok.content, tok.id);  // a repeated content keeps its first id, as the matcher
     by_id_[tok.id] = tokens_.size();
     const auto index = static_cast<int32_t>(tokens_.size());
     all_.add(tok.content, index);
@@ -99,8 +99,8 @@ int64_t AddedVocabulary::id_end() const {
 std::vector<AddedVocabulary::Segment> AddedVocabulary::split(const std::string& text, bool parse_special) const {
   const ByteTrie& trie = parse_special ? all_ : non_special_;
   std::vector<Segment> out;
-  size_t pos = 0;   // start of the ordinary text not yet emitted
-  size_t scan = 0;  // where the search goes on: after the last match, kept or discarded
+  size_t pos = 0;   // end of the last segment (HF's start_offset)
+  size_t scan = 0;  // where the search goes on: the end of the last match itself, kept or discarded
   while (scan < text.size() && !trie.empty()) {
     const ByteTrie::Match m = trie.find(text, scan);
     if (m.value < 0) break;
@@ -112,13 +112,21 @@ std::vector<AddedVocabulary::Segment> AddedVocabulary::split(const std::string& 
       const bool right_ok = e >= text.size() || !is_word(char_at(text, e, n));
       if (!left_ok || !right_ok) continue;  // discarded: its bytes stay in the ordinary text
     }
-    if (tok.lstrip)
-      while (b > pos && is_space(char_before(text, b, n)) && b - n >= pos) b -= n;
+    // lstrip takes the whitespace before the token, but not into the previous segment; rstrip takes
+    // the whitespace after it, and the search still goes on at the token's own end: a token inside that
+    // whitespace is found too and keeps its start, so the two segments overlap (HF's find_matches:
+    // "<b>  " with rstrip "<b>" and an added "  " is [<b>, "  "]). HF clamps an lstrip start to the
+    // previous segment's end even past the token's own start; only the id of an added segment is used,
+    // so the clamp here stops at the token's start instead (same ids, and begin <= end).
+    if (tok.lstrip) {
+      const size_t floor = std::min(pos, m.start);
+      while (b > floor && is_space(char_before(text, b, n)) && b - n >= floor) b -= n;
+    }
     if (tok.rstrip)
       while (e < text.size() && is_space(char_at(text, e, n))) e += n;
     if (b > pos) out.push_back({pos, b, -1});
     out.push_back({b, e, tok.id});
-    pos = scan = e;
+    pos = e;
   }
   if (pos < text.size()) out.push_back({pos, text.size(), -1});
   return out;

@@ -9,7 +9,9 @@
 // they are vocabulary words). A "single_word" match with a word character (HF's regex \w: letters,
 // marks, decimal digits, '_' and other connector punctuation, ZWJ/ZWNJ) on either side is discarded and
 // its bytes stay ordinary text (the search goes on after it, as HF's). "lstrip"/"rstrip" absorb the
-// whitespace beside a kept match (HF's regex \s: Unicode White_Space, NBSP and U+3000 too).
+// whitespace beside a kept match (HF's regex \s: Unicode White_Space, NBSP and U+3000 too); the search
+// goes on at the match's own end, so tokens inside whitespace an rstrip token absorbed are found too.
+// A content listed twice keeps its first entry (id and flags).
 // "normalized" is not used: every token is matched in the raw text. HF matches normalized=false tokens
 // there too, but normalized=true ones in the normalized text (after normalizing their content); every
 // added token of the real files tested (Qwen2.5, Qwen3, Llama 3, Mistral v0.1, Gemma 3) is normalized=false.
@@ -49,7 +51,8 @@ class AddedVocabulary {
   AddedVocabulary(const nlohmann::json& added_tokens, const std::string& where, int64_t max_id);
 
   /// Cuts `text` into segments in order (see the file comment); their concatenation is `text` except for
-  /// the whitespace that lstrip/rstrip tokens absorb.
+  /// the whitespace that lstrip/rstrip tokens absorb, and for tokens found inside whitespace an rstrip
+  /// token absorbed: as in HF, their segments overlap the rstrip token's.
   std::vector<Segment> split(const std::string& text, bool parse_special) const;
 
   /// Encodes `text` around the added tokens: each added token cut out by split() becomes its id; every

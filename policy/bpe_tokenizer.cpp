@@ -157,7 +157,9 @@ std::string BpeTokenizer::decode(const std::vector<int64_t>& ids) const {
   std::string out;
   for (int64_t id : ids) {
     if (const AddedToken* a = added_.token(id)) {
-      out += a->content;
+      // HF runs added tokens through the ByteLevel decoder too: characters of the byte-level alphabet
+      // become their bytes ("Ġx>" -> " x>"), others stay as they are (tokenizers 0.23.2).
+      out += byte_level::decode(a->content);
       continue;
     }
     const std::string* b = model_->bytes(id);

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/testing/test_util.h"
+#include "tests/testing/tiny_bpe.h"
 #include "common/error.h"
 #include "policy/bpe_tokenizer.h"
 #include "policy/byte_level.h"
@@ -201,6 +202,19 @@ TEST(BpePreTokenizer, EmptyMatchesFollowOnigIteration) {
   EXPECT_EQ(split(SplitBehavior::kMergedWithPrevious), (Pieces{"a", "bxx", "c"}));
   // Empty text: no pieces.
   EXPECT_TRUE(RegexSplitter("", SplitBehavior::kIsolated, false, true, "test").split("").empty());
+}
+
+TEST(BpeTokenizer, AddedTokensDecodeThroughTheByteLevelAlphabet) {
+  // HF tokenizers 0.23.2 (Node binding, probed by a review helper) decodes added tokens through the
+  // ByteLevel decoder like every other token: "Ġx>" -> " x>" ('Ġ' is the alphabet's spelling of ' '),
+  // "‹é>" -> "‹" + byte 0xE9 + ">" ('é' is the alphabet's spelling of byte 0xE9; '‹' is outside the
+  // alphabet and kept; HF then shows the lone byte as U+FFFD, spade returns raw bytes).
+  const std::string d = spade::fixtures::fresh_test_dir("policy_bpe", "added_decode");
+  const Tokenizer t = Tokenizer::load(spade::fixtures::write_tiny_bpe(d, {"\u0120x>", "\u2039\u00E9>"}));
+  const int64_t first = t.token_id("\u0120x>");
+  EXPECT_EQ(t.decode({first}), " x>");
+  EXPECT_EQ(t.decode({first + 1}), "\u2039\xE9>");
+  EXPECT_EQ(t.decode({first, 104, 105}), " x>hi");
 }
 
 TEST(BpeTokenizer, HandDerivedIds) {

@@ -83,6 +83,29 @@ TEST(ByteTrie, AgreesWithBruteForceOnRandomPatternSets) {
   }
 }
 
+TEST(AddedVocabulary, RstripWhitespaceCanHoldFurtherTokensAsInHf) {
+  // HF's find_matches goes on searching at a match's own end, not after the whitespace rstrip absorbed:
+  // a token inside that whitespace is emitted too (segments overlap). Ids from HF tokenizers 0.23.2 on
+  // synthetic tokenizer.json files with these flags (a review helper's differential test).
+  const AddedVocabulary v(nlohmann::json::parse(R"([{"id":10,"content":"<b>","rstrip":true},
+                                                    {"id":11,"content":"  "},
+                                                    {"id":12,"content":" x"},
+                                                    {"id":13,"content":" <n>","rstrip":true},
+                                                    {"id":14,"content":"end","lstrip":true,"rstrip":true,"single_word":true},
+                                                    {"id":15,"content":" <d>","lstrip":true}])"),
+                          "t.json: added_tokens", 100);
+  auto ids = [&](const std::string& s) {
+    std::vector<int64_t> out;
+    for (const auto& seg : v.split(s, true)) out.push_back(seg.added_id);
+    return out;
+  };
+  EXPECT_EQ(ids("<b>  "), (std::vector<int64_t>{10, 11}));
+  EXPECT_EQ(ids("<b>     x"), (std::vector<int64_t>{10, 11, 11, 12}));  // HF offsets [0,8] [3,5] [5,7] [7,9]
+  EXPECT_EQ(ids("\u00a0<n>\u00a0<n>"), (std::vector<int64_t>{13, 13}));
+  EXPECT_EQ(ids("end <d>"), (std::vector<int64_t>{14, 15}));
+  EXPECT_EQ(v.id_of("  "), 11);
+}
+
 TEST(AddedVocabulary, DiscardedSingleWordMatchHidesShorterOverlaps) {
   // Tokens "ab" (single_word) and "a". In "xab" the leftmost-longest match is "ab" at 1; 'x' is a word
   // character, so HF discards it and continues after it: "a" is not matched inside it, the whole text is
