@@ -22,10 +22,16 @@ std::string pcre2_message(int code) {
 constexpr const char* kWhiteSpaceMembers =
     R"(\t\n\x{0B}\f\r\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
 
+// Oniguruma's Unicode \w (doc/RE: General_Category Letter | Mark | Number | Connector_Punctuation), which
+// its \b and \B are defined by. PCRE2 10.42's \w under PCRE2_UCP is \p{L}, \p{N} and '_' only: no
+// combining marks (a Devanagari virama, U+0308) and no other connector punctuation (U+203F).
+constexpr const char* kWordMembers = R"(\p{L}\p{M}\p{N}\p{Pc})";
+
 }  // namespace
 
-std::string with_unicode_whitespace(const std::string& pattern) {
-  const std::string members = kWhiteSpaceMembers;
+std::string with_oniguruma_classes(const std::string& pattern) {
+  const std::string members = kWhiteSpaceMembers, word = kWordMembers;
+  const std::string w = "[" + word + "]";
   std::string out;
   out.reserve(pattern.size() + 64);
   bool in_class = false;
@@ -45,7 +51,19 @@ std::string with_unicode_whitespace(const std::string& pattern) {
       } else if (n == 'S' && !in_class) {
         out += "[^" + members + "]";
         ++i;
-      } else {  // any other escape (including \S inside a class) is kept
+      } else if (n == 'w') {
+        out += in_class ? word : w;
+        ++i;
+      } else if (n == 'W' && !in_class) {
+        out += "[^" + word + "]";
+        ++i;
+      } else if (n == 'b' && !in_class) {  // a word boundary by that \w (inside a class \b is a backspace)
+        out += "(?:(?<=" + w + ")(?!" + w + ")|(?<!" + w + ")(?=" + w + "))";
+        ++i;
+      } else if (n == 'B' && !in_class) {
+        out += "(?:(?<=" + w + ")(?=" + w + ")|(?<!" + w + ")(?!" + w + "))";
+        ++i;
+      } else {  // any other escape (including \S and \W inside a class) is kept
         out += c;
         out += n;
         ++i;
@@ -96,7 +114,7 @@ RegexSplitter::RegexSplitter(const std::string& pattern, SplitBehavior behavior,
   PCRE2_SIZE offset = 0;
   // PCRE2_LITERAL refuses PCRE2_UCP (irrelevant for a literal string).
   const uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
-  const std::string compiled = literal ? pattern : with_unicode_whitespace(pattern);
+  const std::string compiled = literal ? pattern : with_oniguruma_classes(pattern);
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(compiled.data()), compiled.size(), options, &err,
                                    &offset, nullptr);
   if (!code)

@@ -4,7 +4,7 @@
 // Torch-free. Thread safety: split()/matches() are const and safe to call concurrently (the compiled
 // pattern is shared read-only; match data is per call).
 //
-// \s and \S are compiled as the Unicode White_Space set (with_unicode_whitespace below), which is what
+// \s and \S are compiled as the Unicode White_Space set (with_oniguruma_classes below), which is what
 // HF's engines match: PCRE2's own \s under PCRE2_UCP (\p{Z} + \h + \v) also matches U+180E MONGOLIAN
 // VOWEL SEPARATOR, not White_Space since Unicode 6.3 (HF tokenizers 0.23.2 keeps "!\u180e!" one piece).
 // Remaining known difference: \p{L} / \p{N} follow the Unicode version of the system's PCRE2 (Debian 12's
@@ -34,12 +34,16 @@ inline constexpr const char* kLlama3SplitRegex =
 inline constexpr const char* kGpt2SplitRegex =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-/// `pattern` with every \s escape replaced by the Unicode White_Space code points (U+0009..U+000D, U+0020,
-/// U+0085, U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000; Unicode PropList.txt):
-/// `[...]` outside a character class, the bare members inside one; \S outside a class becomes `[^...]`
-/// (\S inside a class, and anything in \Q...\E, is left as written). Other escapes (including "\\s", an
-/// escaped backslash and a letter) are unchanged. RegexSplitter applies it to every regex pattern.
-std::string with_unicode_whitespace(const std::string& pattern);
+/// `pattern` with the escapes whose classes differ between PCRE2 (with PCRE2_UCP) and Oniguruma, HF
+/// tokenizers' regex engine, spelled out as Oniguruma's classes:
+///   \s: the Unicode White_Space code points (U+0009..U+000D, U+0020, U+0085, U+00A0, U+1680,
+///       U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000; Unicode PropList.txt);
+///   \w: \p{L}\p{M}\p{N}\p{Pc} (Oniguruma doc/RE; PCRE2 leaves out marks and most of Pc);
+/// each as `[...]` outside a character class and as the bare members inside one; \S and \W outside a
+/// class become `[^...]`; \b and \B outside a class become lookaround on that \w. \S and \W inside a
+/// class, and anything in \Q...\E, are left as written (PCRE2's meaning). Other escapes (including
+/// "\\s", an escaped backslash and a letter) are unchanged. RegexSplitter applies it to every regex.
+std::string with_oniguruma_classes(const std::string& pattern);
 
 /// What Split does with the matches (HF SplitDelimiterBehavior, JSON "behavior").
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };

@@ -1,5 +1,5 @@
 // \s in pre-tokenizer regexes means Unicode White_Space, as in HF tokenizers (policy/regex_split.h,
-// with_unicode_whitespace). Expected splits are derived by hand from the Llama 3 regex alternatives
+// with_oniguruma_classes). Expected splits are derived by hand from the Llama 3 regex alternatives
 //   A1 (?i:'s|...)  A2 [^\r\n\p{L}\p{N}]?\p{L}+  A3 \p{N}{1,3}  A4 ' ?[^\s\p{L}\p{N}]+[\r\n]*'
 //   A5 \s*[\r\n]+  A6 \s+(?!\S)  A7 \s+            (leftmost match, first alternative that matches)
 // and the White_Space list of Unicode's PropList.txt; every split here was also checked against HF's Rust
@@ -52,7 +52,7 @@ TEST(RegexWhitespace, EveryUnicodeWhiteSpaceIsSpace) {
 }
 
 // Format and control characters that are not White_Space: "!" + c + "!" is one A4 piece. U+180E was
-// Zs before Unicode 6.3 and is still in PCRE2's \h, which is what with_unicode_whitespace corrects.
+// Zs before Unicode 6.3 and is still in PCRE2's \h, which is what with_oniguruma_classes corrects.
 TEST(RegexWhitespace, NonWhiteSpaceFormatCharactersArePunctuation) {
   for (char32_t c : {char32_t(0x180E), char32_t(0x200B), char32_t(0x2060), char32_t(0xFEFF), char32_t(0x1C)}) {
     SCOPED_TRACE(static_cast<unsigned>(c));
@@ -66,16 +66,38 @@ TEST(RegexWhitespace, NonWhiteSpaceFormatCharactersArePunctuation) {
 // The rewrite itself: \s outside and inside a class, \S outside a class, and what must stay unchanged.
 TEST(RegexWhitespace, RewriteKeepsOtherSyntax) {
   const std::string ws = R"(\t\n\x{0B}\f\r\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
-  EXPECT_EQ(with_unicode_whitespace(R"(a\sb)"), "a[" + ws + "]b");
-  EXPECT_EQ(with_unicode_whitespace(R"(\S+)"), "[^" + ws + "]+");
-  EXPECT_EQ(with_unicode_whitespace(R"([^\s\p{L}])"), "[^" + ws + R"(\p{L}])");
-  EXPECT_EQ(with_unicode_whitespace(R"([]\s])"), "[]" + ws + "]");        // ']' first in a class is literal
-  EXPECT_EQ(with_unicode_whitespace(R"([[:alpha:]\s])"), "[[:alpha:]" + ws + "]");
-  EXPECT_EQ(with_unicode_whitespace(R"(\\s)"), R"(\\s)");                   // escaped backslash, then 's'
-  EXPECT_EQ(with_unicode_whitespace(R"(\Q\s\E\s)"), R"(\Q\s\E[)" + ws + "]");
-  EXPECT_EQ(with_unicode_whitespace(R"([\S])"), R"([\S])");                 // kept (documented)
-  EXPECT_EQ(with_unicode_whitespace(kQwen2SplitRegex).find(R"(\s)"), std::string::npos);
+  EXPECT_EQ(with_oniguruma_classes(R"(a\sb)"), "a[" + ws + "]b");
+  EXPECT_EQ(with_oniguruma_classes(R"(\S+)"), "[^" + ws + "]+");
+  EXPECT_EQ(with_oniguruma_classes(R"([^\s\p{L}])"), "[^" + ws + R"(\p{L}])");
+  EXPECT_EQ(with_oniguruma_classes(R"([]\s])"), "[]" + ws + "]");        // ']' first in a class is literal
+  EXPECT_EQ(with_oniguruma_classes(R"([[:alpha:]\s])"), "[[:alpha:]" + ws + "]");
+  EXPECT_EQ(with_oniguruma_classes(R"(\\s)"), R"(\\s)");                   // escaped backslash, then 's'
+  EXPECT_EQ(with_oniguruma_classes(R"(\Q\s\E\s)"), R"(\Q\s\E[)" + ws + "]");
+  EXPECT_EQ(with_oniguruma_classes(R"([\S])"), R"([\S])");                 // kept (documented)
+  EXPECT_EQ(with_oniguruma_classes(kQwen2SplitRegex).find(R"(\s)"), std::string::npos);
   // Matching through RegexSplitter: a literal backslash + 's' is still matched literally.
   RegexSplitter lit(R"(\\s)", SplitBehavior::kIsolated, false, false, "test");
   EXPECT_EQ(lit.matches("a\\sb s"), (std::vector<std::pair<size_t, size_t>>{{1, 3}}));
+}
+
+// \w, \W, \b and \B follow Oniguruma's Unicode \w (doc/RE: Letter | Mark | Number | Connector_Punctuation),
+// not PCRE2's (letters, numbers, '_'). Pieces derived by hand from that definition; the \b case was found
+// by a differential test against HF tokenizers 0.23.2 (pattern "\b": HF keeps "्त" whole, where PCRE2's \b
+// saw a boundary after the virama U+094D, a mark).
+TEST(RegexWhitespace, WordClassesFollowOniguruma) {
+  auto split = [](const std::string& pattern, const std::string& text) {
+    return RegexSplitter(pattern, SplitBehavior::kIsolated, false, false, "test").split(text);
+  };
+  // Boundaries only at both ends (empty matches): one piece.
+  EXPECT_EQ(split(R"(\b)", "\u094D\u0924"), (std::vector<std::string>{"\u094D\u0924"}));
+  // "nai" + U+0308 (combining diaeresis, Mn) + "ve" is one \w+ run.
+  EXPECT_EQ(split(R"(\w+)", "nai\u0308ve!"), (std::vector<std::string>{"nai\u0308ve", "!"}));
+  // U+203F (undertie, Pc) is a word character, '-' is not: \W+ matches only the '-'.
+  EXPECT_EQ(split(R"(\W+)", "a\u203Fb-c"), (std::vector<std::string>{"a\u203Fb", "-", "c"}));
+  // \B between two word characters (a letter and a mark), \b between a word character and a space.
+  EXPECT_EQ(RegexSplitter(R"(\B)", SplitBehavior::kIsolated, false, false, "t").matches("e\u0301 x"),
+            (std::vector<std::pair<size_t, size_t>>{{1, 1}}));
+  // Inside a class \w is the members; \b there stays a backspace.
+  EXPECT_EQ(split(R"([\w-]+)", "x\u0301-y z"), (std::vector<std::string>{"x\u0301-y", " ", "z"}));
+  EXPECT_EQ(with_oniguruma_classes(R"([\b])"), R"([\b])");
 }
