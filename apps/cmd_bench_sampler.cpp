@@ -124,7 +124,7 @@ void add_bench_sampler_command(CLI::App& app) {
       report["decode_graph"] = args->decode_graph;
       report["warmup"] = device.is_cuda() ? "one untimed generate of 4 new tokens per row" : "none";
       report["results"] = nlohmann::json::array();
-      bool baseline_failed = false;
+      bool failed = false;
       for (size_t m = 0; m < names.size(); ++m) {
         const std::string& name = names[m];
         const policy::ModelConfig& c = shapes[m];
@@ -142,32 +142,45 @@ void add_bench_sampler_command(CLI::App& app) {
           std::vector<std::vector<int64_t>> prompts(batch);
           for (int i = 0; i < batch; ++i)
             for (int t = 0; t < args->prompt; ++t) prompts[i].push_back((int64_t(i) * 131 + int64_t(t) * 17) % c.vocab_size);
-          std::vector<nlohmann::json> rows;  // ours, one per decode-graph mode
+          // Ours, one row per decode-graph mode. A mode that fails (e.g. CUDA graphs on a GPU they never
+          // ran on) is reported in its row; the other modes and the baselines still run.
+          std::vector<nlohmann::json> rows;
           for (const std::string& mode : graph_modes) {
-            rollout::SamplingParams p;  // SPADE defaults: T 0.6, top-p 0.95, top-k 20
-            p.max_prefill_tokens = std::max<int64_t>(p.max_prefill_tokens, args->prompt);
-            p.decode_graph = rollout::parse_decode_graph_mode(mode, "bench sampler --decode-graph");
-            if (device.is_cuda()) {  // first-call costs (cuBLAS handles, kernel loading) outside the timing
-              p.max_new_tokens = std::min(4, args->new_tokens);
-              rollout::generate(model, prompts, p, 0, batch);
-              torch::cuda::synchronize();
+            nlohmann::json row = {{"model", name}, {"params", c.num_parameters()}, {"batch", batch},
+                                  {"decode_graph", mode}, {"baselines", nlohmann::json::object()}};
+            try {
+              rollout::SamplingParams p;  // SPADE defaults: T 0.6, top-p 0.95, top-k 20
+              p.max_prefill_tokens = std::max<int64_t>(p.max_prefill_tokens, args->prompt);
+              p.decode_graph = rollout::parse_decode_graph_mode(mode, "bench sampler --decode-graph");
+              if (device.is_cuda()) {  // first-call costs (cuBLAS handles, kernel loading) outside the timing
+                p.max_new_tokens = std::min(4, args->new_tokens);
+                rollout::generate(model, prompts, p, 0, batch);
+                torch::cuda::synchronize();
+              }
+              p.max_new_tokens = args->new_tokens;
+              trainer::reset_device_memory_peaks(device);
+              auto t0 = std::chrono::steady_clock::now();
+              auto res = rollout::generate(model, prompts, p, 0, batch);
+              if (device.is_cuda()) torch::cuda::synchronize();
+              const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+              int64_t n = 0;
+              for (auto& r : res) n += r.tokens.size();
+              if (n != static_cast<int64_t>(batch) * args->new_tokens)  // no stop tokens: every row runs to the cap
+                throw spade::Error("made " + std::to_string(n) + " tokens, expected batch x new = " +
+                                   std::to_string(static_cast<int64_t>(batch) * args->new_tokens));
+              const auto peaks = trainer::device_memory_peaks(device);  // nullopt off CUDA: reported as null
+              row["tokens"] = n;
+              row["seconds"] = s;
+              row["tokens_per_s"] = n / s;
+              row["peak_gpu_allocated_mb"] = peaks ? nlohmann::json(to_mb(peaks->max_allocated_bytes)) : nlohmann::json();
+              row["peak_gpu_reserved_mb"] = peaks ? nlohmann::json(to_mb(peaks->max_reserved_bytes)) : nlohmann::json();
+            } catch (const std::exception& e) {
+              row["error"] = e.what();
+              failed = true;
             }
-            p.max_new_tokens = args->new_tokens;
-            trainer::reset_device_memory_peaks(device);
-            auto t0 = std::chrono::steady_clock::now();
-            auto res = rollout::generate(model, prompts, p, 0, batch);
-            if (device.is_cuda()) torch::cuda::synchronize();
-            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            int64_t n = 0;
-            for (auto& r : res) n += r.tokens.size();
-            const auto peaks = trainer::device_memory_peaks(device);  // nullopt off CUDA: reported as null
-            rows.push_back({{"model", name}, {"params", c.num_parameters()}, {"batch", batch}, {"decode_graph", mode},
-                            {"tokens", n}, {"seconds", s}, {"tokens_per_s", n / s},
-                            {"peak_gpu_allocated_mb", peaks ? nlohmann::json(to_mb(peaks->max_allocated_bytes)) : nlohmann::json()},
-                            {"peak_gpu_reserved_mb", peaks ? nlohmann::json(to_mb(peaks->max_reserved_bytes)) : nlohmann::json()},
-                            {"baselines", nlohmann::json::object()}});
+            rows.push_back(row);
           }
-          const int64_t n = rows.front()["tokens"].get<int64_t>();
+          const int64_t n = static_cast<int64_t>(batch) * args->new_tokens;  // what a baseline must make too
           for (const std::string& b : baselines) {
             nlohmann::json ref;
             try {
@@ -184,11 +197,11 @@ void add_bench_sampler_command(CLI::App& app) {
               std::string what = e.what();
               if (what.size() > 4000) what = "..." + what.substr(what.size() - 4000);
               ref = {{"error", what}};
-              baseline_failed = true;
+              failed = true;
             }
             for (nlohmann::json& row : rows) {
               nlohmann::json r = ref;
-              if (r.contains("tokens_per_s"))  // ours / baseline tokens/s
+              if (r.contains("tokens_per_s") && row.contains("tokens_per_s"))  // ours / baseline tokens/s
                 r["ratio"] = row["tokens_per_s"].get<double>() / r["tokens_per_s"].get<double>();
               row["baselines"][b] = r;
             }
@@ -200,7 +213,7 @@ void add_bench_sampler_command(CLI::App& app) {
         }
       }
       std::printf("%s\n", report.dump(2).c_str());
-      return baseline_failed ? 1 : 0;
+      return failed ? 1 : 0;
     });
   });
 }

@@ -300,7 +300,7 @@ sampler_run() {
   rm -rf "$CKPT"
   grep '^{' "$dir/bench.err" > "$dir/rows.jsonl"
   [[ $rc == 0 || $rc == 1 ]] || { tail -20 "$dir/bench.err"; echo "bench sampler failed (rc $rc): $(grep -v '^{' "$dir/bench.err" | tail -1)" > "$dir/result.txt"; return 1; }
-  # rc 1: a baseline failed; the rows say which, with our numbers kept.
+  # rc 1: a baseline or one of our decode-graph modes failed; the rows say which, the other numbers kept.
   local fell_back
   fell_back=$(grep -m1 'CUDA graph decode off' "$dir/bench.err")
   "$PY" - "$dir/rows.jsonl" "$(smi_peak "$dir/gpu_memory.log")" "$rc" "$fell_back" > "$dir/result.txt" <<'PYEOF'
@@ -312,6 +312,9 @@ parts, ok = [], bench_rc == 0
 mb = lambda v: "n/a" if v is None else f"{v / 1024:.1f} GiB"
 for r in rows:
     graph = r.get("decode_graph", "auto")
+    if "error" in r:
+        parts.append(f"{r['model']} b{r['batch']} decode_graph {graph}: ours FAIL ({r['error'].strip().splitlines()[-1][:300]})")
+        continue
     s = f"{r['model']} b{r['batch']} decode_graph {graph}: ours {r['tokens_per_s']:.0f} tok/s (GPU max alloc {mb(r['peak_gpu_allocated_mb'])})"
     for name, b in r["baselines"].items():
         if "skipped" in b:
