@@ -1,7 +1,8 @@
 // `spade bench sampler` (apps/cmd_bench_sampler.cpp) and its named model shapes (policy/model_shapes.h):
 // the shapes' parameter counts against hand arithmetic and the published sizes, and the bench end to end
 // on the tiny shape with a transformers baseline that cannot import transformers (what every machine
-// without transformers runs: the row must say skipped, with no ratio) and with a baseline that fails.
+// without transformers runs: the row must say skipped, with no ratio), with a baseline that fails, and with
+// two decode-graph modes timed side by side.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -106,4 +107,25 @@ TEST(BenchSampler, AFailingBaselineIsRecordedAndTheExitStatusIsOne) {
 TEST(BenchSampler, UnknownShapeOrBaselineIsAnError) {
   EXPECT_NE(run_bench("--models tiny,qwen3-8b --no-reference --work-dir " + work_dir("unknown")).rc, 0);
   EXPECT_NE(run_bench("--models tiny --baseline vllm --work-dir " + work_dir("unknown")).rc, 0);
+  EXPECT_NE(run_bench("--models tiny --decode-graph sometimes --no-reference --work-dir " + work_dir("unknown")).rc, 0);
+}
+
+TEST(BenchSampler, DecodeGraphModesAreTimedSideBySideAgainstOneBaselineRun) {
+  // --decode-graph auto,on: one row per mode (on the CPU "on" runs DecodeGraph's fixed step eagerly),
+  // each with its own ratio against the same plain-loop baseline run.
+  const std::string dir = work_dir("graph_modes");
+  const fixtures::CommandResult r = run_bench(std::string(kShape) + " --decode-graph auto,on --work-dir " + dir);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto report = nlohmann::json::parse(r.out);
+  ASSERT_EQ(report["results"].size(), 2u);
+  const auto& a = report["results"][0];
+  const auto& b = report["results"][1];
+  EXPECT_EQ(a["decode_graph"], "auto");
+  EXPECT_EQ(b["decode_graph"], "on");
+  EXPECT_EQ(a["tokens"].get<int64_t>(), 2 * 4);
+  EXPECT_EQ(b["tokens"].get<int64_t>(), 2 * 4);
+  EXPECT_EQ(a["baselines"]["loop"]["tokens_per_s"], b["baselines"]["loop"]["tokens_per_s"]);  // one baseline run
+  for (const auto* row : {&a, &b})
+    EXPECT_NEAR((*row)["baselines"]["loop"]["ratio"].get<double>(),
+                (*row)["tokens_per_s"].get<double>() / (*row)["baselines"]["loop"]["tokens_per_s"].get<double>(), 1e-9);
 }
