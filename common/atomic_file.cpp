@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -61,15 +62,6 @@ void write_file_atomic(const std::string& path, std::string_view data) {
   }
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + path + ": " + errno_text());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error("cannot read " + path);
-  return ss.str();
-}
-
 std::string read_file(const std::string& path, uint64_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot open " + path + ": " + errno_text());
@@ -85,6 +77,8 @@ std::string read_file(const std::string& path, uint64_t max_bytes) {
   if (in.bad()) throw Error("cannot read " + path);
   return out;
 }
+
+std::string read_file(const std::string& path) { return read_file(path, std::numeric_limits<uint64_t>::max()); }
 
 void append_line(const std::string& path, std::string_view line) {
   fs::path target(path);
