@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -61,6 +62,59 @@ bool copy_tokenizer_files(const fs::path& tokenizer, const std::string& saved_na
   return has_config;
 }
 
+// Groups tensor names (in name order) into shards of at most `max_bytes` of tensor data each, as
+// huggingface_hub's split_state_dict_into_shards_factory does: a new shard when the next tensor would
+// take the current one past the limit; a tensor larger than the limit alone in its own shard.
+std::vector<std::vector<std::string>> plan_shards(const std::map<std::string, at::Tensor>& tensors,
+                                                  uint64_t max_bytes) {
+  std::vector<std::vector<std::string>> shards;
+  std::vector<std::string> current;
+  uint64_t current_bytes = 0;
+  for (const auto& [name, t] : tensors) {
+    const uint64_t bytes = static_cast<uint64_t>(t.numel()) * t.element_size();
+    if (bytes > max_bytes) {
+      shards.push_back({name});
+      continue;
+    }
+    if (!current.empty() && current_bytes + bytes > max_bytes) {
+      shards.push_back(std::move(current));
+      current.clear();
+      current_bytes = 0;
+    }
+    current.push_back(name);
+    current_bytes += bytes;
+  }
+  if (!current.empty()) shards.push_back(std::move(current));
+  return shards;
+}
+
+// Writes the weights into `tmp`: model.safetensors when they fit in one shard, else
+// model-0000I-of-0000N.safetensors and, last, model.safetensors.index.json.
+void write_weights(const std::string& tmp, const std::map<std::string, at::Tensor>& tensors, uint64_t max_shard_size) {
+  const std::map<std::string, std::string> meta = {{"format", "pt"}};
+  const auto shards = plan_shards(tensors, max_shard_size);
+  if (shards.size() <= 1) {
+    write_safetensors((fs::path(tmp) / "model.safetensors").string(), tensors, meta);
+    return;
+  }
+  json weight_map = json::object();
+  uint64_t total = 0;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    char file[64];
+    std::snprintf(file, sizeof(file), "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
+    std::map<std::string, at::Tensor> part;
+    for (const auto& name : shards[i]) {
+      const at::Tensor& t = tensors.at(name);
+      part[name] = t;
+      weight_map[name] = file;
+      total += static_cast<uint64_t>(t.numel()) * t.element_size();
+    }
+    write_safetensors((fs::path(tmp) / file).string(), part, meta);
+  }
+  const json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+  spade::write_file_atomic((fs::path(tmp) / "model.safetensors.index.json").string(), index.dump(2) + "\n");
+}
+
 }  // namespace
 
 ModelConfig load_model_config(const std::string& dir) {
@@ -72,11 +126,23 @@ ModelConfig load_model_config(const std::string& dir) {
   } catch (const json::exception& e) {
     throw spade::Error(path + ": invalid JSON: " + e.what());
   }
-  return ModelConfig::from_json(j, path);
+  ModelConfig cfg = ModelConfig::from_json(j, path);
+  const std::string gen_path = (fs::path(dir) / "generation_config.json").string();
+  if (fs::exists(gen_path)) {
+    json g;
+    try {
+      g = json::parse(spade::read_file(gen_path, kMaxMetadataBytes));
+    } catch (const json::exception& e) {
+      throw spade::Error(gen_path + ": invalid JSON: " + e.what());
+    }
+    cfg.merge_generation_config(g, gen_path);
+  }
+  return cfg;
 }
 
 void save_checkpoint(const std::string& dir, Transformer& model, const CheckpointSaveOptions& o) {
   const c10::ScalarType dtype = dtype_from_name(o.dtype);
+  if (o.max_shard_size == 0) throw spade::Error(dir + ": save_checkpoint: max_shard_size must be positive");
   const std::string tmp = dir + ".tmp";
   std::error_code ec;
   fs::remove_all(tmp, ec);
@@ -98,7 +164,7 @@ void save_checkpoint(const std::string& dir, Transformer& model, const Checkpoin
     torch::NoGradGuard no_grad;
     for (const auto& p : model->named_parameters(/*recurse=*/true)) tensors[p.key()] = p.value().detach().to(torch::kCPU, dtype);
   }
-  write_safetensors((fs::path(tmp) / "model.safetensors").string(), tensors, {{"format", "pt"}});
+  write_weights(tmp, tensors, o.max_shard_size);
 
   if (!o.tokenizer_model.empty()) {
     // HF tokenizer.json, or SentencePiece tokenizer.model. A user's tokenizer keeps its own config and
@@ -132,6 +198,9 @@ Transformer load_checkpoint(const std::string& dir, c10::ScalarType dtype) {
     if (!j.contains("weight_map") || !j["weight_map"].is_object())
       throw spade::Error(index.string() + ": missing object 'weight_map'");
     for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
+      if (!it.value().is_string())
+        throw spade::Error(index.string() + ": weight_map entry '" + it.key() + "' must be a file name, got " +
+                           it.value().dump());
       const std::string file = it.value().get<std::string>();
       if (!files.count(file)) files[file] = SafetensorsFile::open((fs::path(dir) / file).string());
       if (!files[file]->contains(it.key()))

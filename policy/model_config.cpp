@@ -198,6 +198,23 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& where) {
   return c;
 }
 
+void ModelConfig::merge_generation_config(const json& j, const std::string& where) {
+  if (!j.is_object()) fail(where, "generation config must be a JSON object");
+  if (j.contains("eos_token_id") && !j.at("eos_token_id").is_null()) {
+    const json& e = j.at("eos_token_id");
+    std::vector<int64_t> ids;
+    if (e.is_array()) {
+      for (const auto& x : e) ids.push_back(get_int(x, "eos_token_id[]", where));
+    } else {
+      ids.push_back(get_int(e, "eos_token_id", where));
+    }
+    for (int64_t id : ids)
+      if (std::find(eos_token_ids.begin(), eos_token_ids.end(), id) == eos_token_ids.end()) eos_token_ids.push_back(id);
+  }
+  if (j.contains("bos_token_id") && !j.at("bos_token_id").is_null())
+    bos_token_id = get_int(j.at("bos_token_id"), "bos_token_id", where);
+}
+
 json ModelConfig::to_json() const {
   validate("ModelConfig::to_json");
   json j;

@@ -75,6 +75,16 @@ struct ModelConfig {
   /// (hidden_act other than silu, mlp_bias, sliding-window attention, unknown rope types).
   static ModelConfig from_json(const nlohmann::json& j, const std::string& where);
 
+  /// Merges a generation_config.json object into this config, as transformers' generate() would see
+  /// it (it stops on GenerationConfig.eos_token_id, which from_pretrained reads from
+  /// generation_config.json, not on config.json's): its "eos_token_id" (int or list) is appended to
+  /// eos_token_ids without duplicates, config.json's ids first (real Qwen3 checkpoints: config.json
+  /// 151645, generation_config.json [151645, 151643] -> {151645, 151643}); its "bos_token_id", when
+  /// present, replaces bos_token_id (generate's value). Other keys (sampling defaults, pad_token_id,
+  /// which this config does not hold) are ignored. Throws spade::Error prefixed by `where` when `j` is
+  /// not an object or a token id is not an integer.
+  void merge_generation_config(const nlohmann::json& j, const std::string& where);
+
   /// A config.json that transformers can load (architectures = LlamaForCausalLM / Qwen2ForCausalLM /
   /// Qwen3ForCausalLM, hidden_act silu, explicit head_dim and num_key_value_heads).
   nlohmann::json to_json() const;

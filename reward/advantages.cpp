@@ -28,7 +28,7 @@ std::vector<double> group_advantages(const std::vector<double>& rewards, double 
 }
 
 std::vector<double> actor_advantages(const std::vector<double>& rewards, const std::vector<std::string>& group_ids,
-                                     double eps) {
+                                     double eps, bool scale_by_std) {
   if (rewards.size() != group_ids.size()) {
     throw spade::Error("actor_advantages: " + std::to_string(rewards.size()) + " rewards but " +
                        std::to_string(group_ids.size()) + " group ids");
@@ -40,7 +40,7 @@ std::vector<double> actor_advantages(const std::vector<double>& rewards, const s
     std::vector<double> r;
     r.reserve(idx.size());
     for (size_t i : idx) r.push_back(rewards[i]);
-    const std::vector<double> a = group_advantages(r, eps, true);
+    const std::vector<double> a = group_advantages(r, eps, scale_by_std);
     for (size_t j = 0; j < idx.size(); ++j) out[idx[j]] = a[j];
   }
   return out;

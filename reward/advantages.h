@@ -24,10 +24,11 @@ inline constexpr double kActorAdvantageEps = 1e-8;
 
 /// Actor advantages [ref 5; paper Sec. 4.1]: per-environment z-score over that step's plays of the
 /// environment. group_ids[i] names the environment of play i (e.g. the game's path); plays sharing an
-/// id form one group, scored with group_advantages(.., eps, true). Output is in input order.
-/// Throws spade::Error if the sizes differ.
+/// id form one group, scored with group_advantages(.., eps, scale_by_std). scale_by_std = true is
+/// SPADE's (r - mean_game) / (std_game + eps) [ref 5]; false is Dr.GRPO's r - mean_game [anchors 1]
+/// (config reward.scale_by_std). Output is in input order. Throws spade::Error if the sizes differ.
 std::vector<double> actor_advantages(const std::vector<double>& rewards, const std::vector<std::string>& group_ids,
-                                     double eps = kActorAdvantageEps);
+                                     double eps = kActorAdvantageEps, bool scale_by_std = true);
 
 /// Designer scale S [ref 5; authors' compute_env_reward_scale]: min(n_actor / n_env * k, cap),
 /// cap 50 (games: 192 / 24 * 4 = 32; tool use hits the cap). Returns 1 when n_actor <= 0 or

@@ -45,6 +45,7 @@ struct Row {
   size_t index;           // position in the call's list (results order, random stream)
   Sequence* seq;
   int cap;                // max new tokens of this row
+  int64_t reserve;        // tokens reserved under max_tokens_in_flight: KV length at admission + cap
   int64_t next_position;  // RoPE position of the next token to feed
   Rng rng;
   GenerationResult result;
@@ -248,16 +249,22 @@ void validate(const SamplingParams& params, int max_batch) {
     throw spade::Error("generate: stop_strings need SamplingParams::detokenize (e.g. the tokenizer's decode)");
   for (const std::string& s : params.stop_strings)
     if (s.empty()) throw spade::Error("generate: an empty stop string would stop every sequence at once");
+  if (params.max_tokens_in_flight < 0)
+    throw spade::Error("generate: max_tokens_in_flight must be >= 0 (0 = unlimited), not " +
+                       std::to_string(params.max_tokens_in_flight));
 }
 
 /// The sampler proper: one turn for `seqs` (index a = result index and random stream a). Pending
 /// tokens of each sequence are prefilled on top of its cached K/V; sampled tokens are appended to
 /// seq->tokens when `keep` (then finished rows park their real K/V columns back in seq->cache).
-/// Adds every real token fed through the model to *forwarded.
+/// Adds every real token fed through the model to *forwarded; fills *stats when given.
 std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<Sequence*>& seqs,
                                   const SamplingParams& params, uint64_t seed, int max_batch,
-                                  const std::vector<int>& caps, bool keep, int64_t* forwarded) {
+                                  const std::vector<int>& caps, bool keep, int64_t* forwarded, SamplerStats* stats) {
   validate(params, max_batch);
+  SamplerStats local_stats;
+  SamplerStats& st = stats ? *stats : local_stats;
+  st = SamplerStats{};
   std::vector<GenerationResult> results(seqs.size());
   std::deque<size_t> queue;
   for (size_t a = 0; a < seqs.size(); ++a) {
@@ -295,25 +302,43 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
   torch::Tensor key_mask;            // [B, S] bool: true = real token
   bool padded = false;               // key_mask has a false entry (else decode steps need no mask)
   torch::Tensor next_logits;         // [B, V] float32: logits for each row's next token
+  const int64_t budget = params.max_tokens_in_flight;  // 0 = unlimited
+  // After a forward each row's KV holds next_position real tokens (positions 0 .. next_position - 1).
+  auto record_forward = [&] {
+    int64_t in_flight = 0;
+    for (const Row& row : rows) in_flight += row.next_position;
+    st.peak_tokens_in_flight = std::max(st.peak_tokens_in_flight, in_flight);
+    st.peak_rows = std::max(st.peak_rows, static_cast<int>(rows.size()));
+  };
 
   while (!queue.empty() || !rows.empty()) {
     // 1. Admit queued sequences into free slots (within the prefill budget): stack their cached K/V
     //    right-aligned to the longest, prefill their pending tokens left-padded to the longest (the
     //    padding sits between history and new tokens; the key mask hides it), then align the group
-    //    with the running batch by left-padding the shorter and stack the rows.
+    //    with the running batch by left-padding the shorter and stack the rows. With a budget of
+    //    tokens in flight, the head of the queue waits (FIFO) until the rows' reservations leave room
+    //    for its own (history + pending + cap); with an empty batch it is admitted regardless.
+    std::vector<size_t> idx;
+    int64_t H = 0, T = 0;
     if (!queue.empty() && static_cast<int>(rows.size()) < max_batch) {
-      std::vector<size_t> idx;
-      int64_t H = 0, T = 0;
+      int64_t reserved = 0;
+      for (const Row& row : rows) reserved += row.reserve;
       while (!queue.empty() && rows.size() + idx.size() < static_cast<size_t>(max_batch)) {
-        const Sequence& s = *seqs[queue.front()];
+        const size_t a = queue.front();
+        const Sequence& s = *seqs[a];
         const int64_t h = std::max(H, s.cached);
         const int64_t t = std::max<int64_t>(T, s.tokens.size() - s.cached);
         if (!idx.empty() && static_cast<int64_t>(idx.size() + 1) * (h + t) > params.max_prefill_tokens) break;
+        const int64_t need = static_cast<int64_t>(s.tokens.size()) + (caps.empty() ? params.max_new_tokens : caps[a]);
+        if (budget > 0 && reserved + need > budget && !(rows.empty() && idx.empty())) break;
+        reserved += need;
         H = h;
         T = t;
-        idx.push_back(queue.front());
+        idx.push_back(a);
         queue.pop_front();
       }
+    }
+    if (!idx.empty()) {
       const int64_t n = idx.size();
       auto ids = torch::zeros({n, T}, i64);
       auto pos = torch::zeros({n, T}, i64);
@@ -358,9 +383,12 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
       padded = !key_mask.all().item<bool>();
       for (size_t a : idx) {
         const int cap = caps.empty() ? params.max_new_tokens : caps[a];
-        rows.push_back(Row{a, seqs[a], cap, static_cast<int64_t>(seqs[a]->tokens.size()),
-                           Rng{splitmix64(seed ^ splitmix64(a + 1))}, {}});
+        const int64_t len = static_cast<int64_t>(seqs[a]->tokens.size());
+        rows.push_back(Row{a, seqs[a], cap, len + cap, len, Rng{splitmix64(seed ^ splitmix64(a + 1))}, {}});
       }
+      ++st.prefills;
+      st.peak_prefill_tokens = std::max(st.peak_prefill_tokens, n * P);
+      record_forward();
     }
 
     // 2. Choose the next token of every row (and its logprob).
@@ -411,9 +439,10 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
     // Compaction drops finished rows. It replaces the cache's storage, which a decode graph must then
     // capture anew (~ a few eager steps' time), so with a graph finished rows stay in the batch (decoded
     // and ignored: rows do not interact) until a queued sequence needs a slot, a quarter of the batch
-    // has finished, or none is left; without one they go at once.
+    // has finished, or none is left; without one, or with a budget of tokens in flight (whose
+    // accounting assumes a finished row holds no KV), they go at once.
     const int64_t finished = B - static_cast<int64_t>(keep_rows.size());
-    if (finished > 0 && (!graph || keep_rows.empty() || !queue.empty() || 4 * finished >= B)) {
+    if (finished > 0 && (!graph || keep_rows.empty() || !queue.empty() || 4 * finished >= B || budget > 0)) {
       std::vector<Row> kept;
       for (int64_t r : keep_rows) kept.push_back(std::move(rows[r]));
       rows = std::move(kept);
@@ -453,6 +482,8 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
       next_logits = model->next_token_logits(hidden.select(1, 0));
     }
     for (const Row& row : rows) *forwarded += row.done ? 0 : 1;  // deferred finished rows are not real tokens
+    ++st.decode_steps;
+    record_forward();
   }
   if (was_training) model->train();
   return results;
@@ -468,7 +499,8 @@ SamplingParams::DecodeGraphMode parse_decode_graph_mode(const std::string& name,
 }
 
 std::vector<GenerationResult> generate(policy::Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
-                                       const SamplingParams& params, uint64_t seed, int max_batch) {
+                                       const SamplingParams& params, uint64_t seed, int max_batch,
+                                       SamplerStats* stats) {
   validate(params, max_batch);
   for (size_t i = 0; i < prompts.size(); ++i)
     if (prompts[i].empty()) throw spade::Error("generate: prompt " + std::to_string(i) + " is empty");
@@ -479,7 +511,7 @@ std::vector<GenerationResult> generate(policy::Transformer& model, const std::ve
     ptrs.push_back(&seqs[i]);
   }
   int64_t forwarded = 0;
-  return run(model, ptrs, params, seed, max_batch, {}, /*keep=*/false, &forwarded);
+  return run(model, ptrs, params, seed, max_batch, {}, /*keep=*/false, &forwarded, stats);
 }
 
 GenerationSession::GenerationSession(policy::Transformer& model) : model_(model) {}
@@ -509,7 +541,8 @@ void GenerationSession::append(size_t id, const std::vector<int64_t>& tokens) {
 
 std::vector<GenerationResult> GenerationSession::generate(const std::vector<size_t>& ids, const SamplingParams& params,
                                                           uint64_t seed, int max_batch,
-                                                          const std::vector<int>& max_new_tokens) {
+                                                          const std::vector<int>& max_new_tokens,
+                                                          SamplerStats* stats) {
   if (!max_new_tokens.empty() && max_new_tokens.size() != ids.size())
     throw spade::Error("GenerationSession::generate: " + std::to_string(max_new_tokens.size()) +
                        " max_new_tokens caps for " + std::to_string(ids.size()) + " sequences");
@@ -520,7 +553,7 @@ std::vector<GenerationResult> GenerationSession::generate(const std::vector<size
     if (!seen.insert(id).second)
       throw spade::Error("GenerationSession::generate: sequence " + std::to_string(id) + " listed twice");
   }
-  return run(model_, ptrs, params, seed, max_batch, max_new_tokens, /*keep=*/true, &forwarded_);
+  return run(model_, ptrs, params, seed, max_batch, max_new_tokens, /*keep=*/true, &forwarded_, stats);
 }
 
 void GenerationSession::release(size_t id) {

@@ -4,7 +4,8 @@
 // Batching: up to max_batch sequences decode together; sequences of different lengths are
 // left-padded (key mask false on padding, RoPE positions counting real tokens only). When a sequence
 // finishes its row is dropped and the next queued sequence is prefilled and joins the running batch
-// (continuous batching); padding that every row has in front is trimmed.
+// (continuous batching); padding that every row has in front is trimmed. Admission is further bounded
+// by a prefill budget and an optional budget of tokens in flight (SamplingParams).
 //
 // Two entry points:
 //   generate()          one-shot: prompts in, continuations out; no state is kept.
@@ -51,6 +52,23 @@ struct SamplingParams {
   /// rows x (cached + new) columns stay within this many tokens (at least one sequence is admitted).
   /// Bounds the attention-score memory of a prefill (rows x heads x T x S floats).
   int64_t max_prefill_tokens = 16384;
+  /// Budget of tokens in flight (issue 4: "a request queue with a max-tokens-in-flight budget"); 0 =
+  /// unlimited (admission limited by max_batch and max_prefill_tokens only). Tokens in flight = the sum
+  /// over the rows in the running batch of their KV length (history + prompt + tokens fed so far; the
+  /// padding of the left-padded batch is not counted). Queued sequences are admitted in order (FIFO, no
+  /// skipping ahead) while the RESERVED total stays within the budget, where a row reserves its whole
+  /// possible length, tokens.size() + its max new tokens, from admission until it leaves the batch.
+  /// Why reserve rather than admit by current length (vLLM admits by the blocks a request needs now and
+  /// preempts a running request when the cache runs out): this sampler has no preemption, so it must
+  /// never admit a row that could later overflow the budget; reserving the worst case guarantees the
+  /// KV held never exceeds the budget at any step, at the cost of admitting fewer rows when sequences
+  /// stop early. At least one row always runs: a sequence whose own reservation exceeds the budget is
+  /// admitted when the batch is empty and then runs alone (its KV may exceed the budget). With a budget,
+  /// finished rows leave the batch at once (no deferred removal on the decode-graph path), so the batch
+  /// holds no KV of finished rows. Sequences parked in a GenerationSession between calls are not in
+  /// flight. Results do not depend on the budget (per-row random streams; equal tokens, logprobs equal
+  /// up to summation order). SamplerStats reports the peak.
+  int64_t max_tokens_in_flight = 0;
   /// Where the filters and the draw run (same semantics and the same random stream per row either way).
   ///   kAuto:   kHost for CPU logits, kTensor otherwise.
   ///   kHost:   loops over the raw logits on the CPU (CPU logits only; lazy candidate sorting).
@@ -86,6 +104,19 @@ struct GenerationResult {
   std::string stop_string;       // the stop string that ended the sequence, "" otherwise
 };
 
+/// What one generate() call did, for tests and benchmarks (optional out-parameter of both entry points).
+/// "Tokens in flight" as in SamplingParams::max_tokens_in_flight: after each forward (a prefill group
+/// or a decode step), the sum over the rows in the batch of their KV length (real tokens only).
+struct SamplerStats {
+  int64_t peak_tokens_in_flight = 0;  // max over forwards of the tokens in flight
+  int peak_rows = 0;                  // max rows in the batch at one forward (finished rows whose removal
+                                      // is deferred on the decode-graph path included)
+  int prefills = 0;                   // admission prefills (groups of queued sequences prefilled together)
+  int64_t peak_prefill_tokens = 0;    // max over prefills of rows x (cached + new) columns, the quantity
+                                      // max_prefill_tokens bounds (exceeded only by a lone sequence)
+  int64_t decode_steps = 0;           // one-token decode forwards
+};
+
 /// Samples one continuation per prompt; results are in prompt order.
 /// Filtering order as in HF generate: temperature, top-k, top-p, min-p, then a draw from the
 /// renormalised survivors. Randomness: each prompt i has its own stream seeded by (seed, i), so its
@@ -95,9 +126,11 @@ struct GenerationResult {
 /// TransformerImpl::set_cpu_decode_kernel); on other devices as tensor ops (SamplingParams::backend);
 /// the semantics are the same.
 /// Throws spade::Error for an empty prompt, max_batch < 1 or invalid parameters (temperature neither 0
-/// nor finite >= 1e-5, top_p outside (0, 1], min_p outside [0, 1], stop_strings without detokenize).
+/// nor finite >= 1e-5, top_p outside (0, 1], min_p outside [0, 1], stop_strings without detokenize,
+/// max_tokens_in_flight < 0). `stats`, if given, is overwritten with what the call did.
 std::vector<GenerationResult> generate(policy::Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
-                                       const SamplingParams& params, uint64_t seed, int max_batch = 32);
+                                       const SamplingParams& params, uint64_t seed, int max_batch = 32,
+                                       SamplerStats* stats = nullptr);
 
 /// Token sequences whose KV caches persist across generate() calls (the turns of many episodes).
 /// A sequence is a token history: tokens[0, cached) have keys/values in its cache; the rest are
@@ -127,9 +160,11 @@ class GenerationSession {
   /// `max_new_tokens`: empty = params.max_new_tokens for every sequence, else one cap per id
   /// (a cap <= 0 yields an empty "length" result and leaves the sequence unchanged).
   /// Results are in `ids` order. Throws spade::Error for an unknown id, max_batch < 1 or invalid
-  /// parameters (as generate()).
+  /// parameters (as generate()). `stats`, if given, is overwritten with what the call did (a row's
+  /// reservation under max_tokens_in_flight is its whole history + its cap).
   std::vector<GenerationResult> generate(const std::vector<size_t>& ids, const SamplingParams& params, uint64_t seed,
-                                         int max_batch = 32, const std::vector<int>& max_new_tokens = {});
+                                         int max_batch = 32, const std::vector<int>& max_new_tokens = {},
+                                         SamplerStats* stats = nullptr);
 
   /// Frees sequence `id`'s cache and history; the handle becomes invalid.
   void release(size_t id);

@@ -138,7 +138,8 @@ SelfPlayState load_trainer_state(const std::string& checkpoint_dir, torch::optim
   return state;
 }
 
-void export_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir, const std::string& dtype) {
+void export_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir, const std::string& dtype,
+                       uint64_t max_shard_size) {
   if (dtype != "fp32" && dtype != "bf16")
     throw Error("export: --dtype must be fp32 or bf16, not '" + dtype + "'");
   const fs::path src = fs::weakly_canonical(checkpoint_dir);
@@ -153,6 +154,7 @@ void export_checkpoint(const std::string& checkpoint_dir, const std::string& out
   policy::CheckpointSaveOptions options;
   options.dtype = dtype == "bf16" ? "bfloat16" : "float32";
   options.tokenizer_model = policy::Tokenizer::file_in_dir(src.string());  // tokenizer.json or .model; "" if none
+  if (max_shard_size > 0) options.max_shard_size = max_shard_size;
   policy::save_checkpoint(out.string(), model, options);
 }
 

@@ -59,9 +59,12 @@ SelfPlayState load_trainer_state(const std::string& checkpoint_dir, torch::optim
 /// `spade export`: writes a clean HF checkpoint of `checkpoint_dir` (a training checkpoint or any HF
 /// directory this project can load) to `out_dir`: config.json, generation_config.json,
 /// model.safetensors in `dtype` ("fp32" or "bf16"; bf16 is rounded once from the fp32 weights when the
-/// checkpoint keeps them) and the tokenizer files; no trainer state. Published atomically.
+/// checkpoint keeps them), or shards + model.safetensors.index.json when the weights exceed
+/// `max_shard_size` bytes (policy::CheckpointSaveOptions::max_shard_size; default 0 = its default,
+/// transformers' "5GB"), and the tokenizer files; no trainer state. Published atomically.
 /// Throws spade::Error for a bad dtype, an unreadable source, or `out_dir` equal to or inside
 /// `checkpoint_dir`.
-void export_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir, const std::string& dtype);
+void export_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir, const std::string& dtype,
+                       uint64_t max_shard_size = 0);
 
 }  // namespace spade::trainer

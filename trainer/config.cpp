@@ -68,6 +68,7 @@ void visit_fields(Config& c, F&& f) {
   f("selfplay.context_tokens", c.selfplay.context_tokens);
   f("selfplay.hint_max_tokens", c.selfplay.hint_max_tokens);
   f("selfplay.max_batch", c.selfplay.max_batch);
+  f("selfplay.max_tokens_in_flight", c.selfplay.max_tokens_in_flight);
   f("selfplay.fill_with_seeds", c.selfplay.fill_with_seeds);
   for (auto [name, s] : {std::pair<const char*, SamplingYaml*>{"designer", &c.selfplay.designer},
                          {"agent", &c.selfplay.agent},
@@ -88,6 +89,9 @@ void visit_fields(Config& c, F&& f) {
   f("reward.w_regret", c.reward.w_regret);
   f("reward.w_anchor", c.reward.w_anchor);
   f("reward.actor_std_eps", c.reward.actor_std_eps);
+  f("reward.scale_by_std", c.reward.scale_by_std);
+  f("reward.filter_zero_std_groups", c.reward.filter_zero_std_groups);
+  f("reward.mask_truncated", c.reward.mask_truncated);
   f("reward.designer_scale_cap", c.reward.designer_scale_cap);
   f("reward.ema_fast", c.reward.ema_fast);
   f("reward.ema_slow", c.reward.ema_slow);
@@ -95,9 +99,11 @@ void visit_fields(Config& c, F&& f) {
   f("loss.eps_high", c.loss.eps_high);
   f("loss.dual_clip_c", c.loss.dual_clip_c);
   f("loss.agg_mode", c.loss.agg_mode);
+  f("loss.max_len", c.loss.max_len);
   f("loss.tis", c.loss.tis);
   f("loss.tis_cap", c.loss.tis_cap);
   f("loss.tis_low", c.loss.tis_low);
+  f("loss.tis_level", c.loss.tis_level);
   f("loss.entropy_coef", c.loss.entropy_coef);
   f("loss.kl_coef", c.loss.kl_coef);
   f("loss.kl_type", c.loss.kl_type);
@@ -109,6 +115,7 @@ void visit_fields(Config& c, F&& f) {
   f("optim.adam_eps", c.optim.adam_eps);
   f("optim.grad_clip", c.optim.grad_clip);
   f("optim.micro_batch_tokens", c.optim.micro_batch_tokens);
+  f("optim.mini_batches", c.optim.mini_batches);
   f("optim.lr_schedule", c.optim.lr_schedule);
   f("optim.warmup_steps", c.optim.warmup_steps);
   f("optim.min_lr_ratio", c.optim.min_lr_ratio);
@@ -276,6 +283,7 @@ void validate(const Config& c) {
   require(c.selfplay.hint_plays >= 0, "selfplay.hint_plays", ">= 0");
   require(c.selfplay.max_attempts >= 1, "selfplay.max_attempts", ">= 1");
   require(c.selfplay.max_turns >= 1, "selfplay.max_turns", ">= 1");
+  require(c.selfplay.max_tokens_in_flight >= 0, "selfplay.max_tokens_in_flight", ">= 0 (0: unlimited)");
   require(c.tokenizer.vocab_size >= 256, "tokenizer.vocab_size", ">= 256");
   require(c.model.num_attention_heads % c.model.num_key_value_heads == 0,
           "model.num_attention_heads", "a multiple of model.num_key_value_heads");
@@ -291,6 +299,7 @@ void validate(const Config& c) {
   require(c.optim.warmup_steps >= 0, "optim.warmup_steps", ">= 0");
   require(c.optim.min_lr_ratio >= 0 && c.optim.min_lr_ratio <= 1, "optim.min_lr_ratio", "in [0, 1]");
   require(c.optim.micro_batch_tokens >= 64, "optim.micro_batch_tokens", ">= 64");
+  require(c.optim.mini_batches >= 1, "optim.mini_batches", ">= 1 (1: one optimizer step per rollout)");
   require(c.checkpoint.dtype == "fp32" || c.checkpoint.dtype == "bf16", "checkpoint.dtype",
           "fp32 or bf16");
   require(c.distributed.backend == "auto" || c.distributed.backend == "gloo" || c.distributed.backend == "nccl",
@@ -309,6 +318,9 @@ void validate(const Config& c) {
   require(c.reward.regret_scale > 0, "reward.regret_scale", "> 0");
   require(c.corpus.max_words >= 1, "corpus.max_words", ">= 1");
   require(c.loss.kl_coef >= 0.0, "loss.kl_coef", ">= 0");
+  require(c.loss.max_len >= 0, "loss.max_len", ">= 0 (0: the longest row of the batch)");
+  require(c.loss.tis_level == "token" || c.loss.tis_level == "sequence" || c.loss.tis_level == "geometric",
+          "loss.tis_level", "token, sequence or geometric, not '" + c.loss.tis_level + "'");
   require(c.loss.kl_type == "k1" || c.loss.kl_type == "k2" || c.loss.kl_type == "k3" ||
               c.loss.kl_type == "low_var_kl",
           "loss.kl_type", "k1, k2, k3 or low_var_kl");

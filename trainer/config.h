@@ -87,6 +87,8 @@ struct SelfPlayConfig {
   SamplingYaml agent{0.6, 0.95, 20, 0.0, 8192};
   SamplingYaml hint{0.3, 0.95, 20, 0.0, 4096};   // reference §5: hint/validator temperature 0.3
   int max_batch = 64;              // sequences decoded together
+  int max_tokens_in_flight = 0;    // KV tokens the sampler's running batch may reserve (each row: its
+                                   // history + max new tokens); 0 = unlimited (SamplingParams::max_tokens_in_flight)
   bool fill_with_seeds = false;    // slots the designer failed to fill get a seed environment of the
                                    // slot's skill (a fixed-pool fallback; no designer sample is trained)
 };
@@ -97,6 +99,13 @@ struct RewardYaml {
   double plateau_low = 0.4, plateau_high = 0.6, plateau_ramp = 0.25;
   double w_regret = 0.4, w_anchor = 0.6;   // blend weights
   double actor_std_eps = 1e-8;     // actor z-score epsilon (reference §5)
+  bool scale_by_std = true;        // actor advantage (r - mean) / (std + eps) (SPADE, reference §5);
+                                   // false: Dr.GRPO's r - mean (trainer-anchors §1)
+  bool filter_zero_std_groups = false;  // drop the plays of environments whose rewards this step are all
+                                        // equal from the optimizer batch (DAPO dynamic sampling; SPADE
+                                        // keeps them: advantage 0, counted in normalisers). trainer/batch_filters.h
+  bool mask_truncated = false;     // drop truncated agent plays from the optimizer batch (DAPO overlong
+                                   // filtering; trainer-anchors §2). trainer/batch_filters.h
   double designer_scale_cap = 50;  // S = min(N_actor / N_env * k, 50)
   double ema_fast = 0.98, ema_slow = 0.85;
 };
@@ -105,8 +114,15 @@ struct LossYaml {
   double eps_low = 0.2, eps_high = 0.28;   // reference §5
   double dual_clip_c = 0.0;                // 0 = off
   std::string agg_mode = "seq_mean_token_mean";  // slime default; token_mean | seq_mean_token_sum | dr_grpo
+  int max_len = 0;                         // dr_grpo's L in sum / (sequences x L) (Dr.GRPO; verl passes its
+                                           // max response length): 0 = the longest row of the rollout batch
+                                           // (all ranks agree on it by MAX); >= 0
   bool tis = true;
   double tis_cap = 2.0, tis_low = 0.0;     // reference §5
+  std::string tis_level = "token";         // token | sequence | geometric: one TIS weight per token
+                                           // (slime/verl default), per sequence exp(sum of the token
+                                           // log-ratios), or their geometric mean exp(masked mean) (verl
+                                           // rollout-IS levels; policy_loss.h TisLevel)
   double entropy_coef = 0.0, kl_coef = 0.0;   // reference §5: KL coefficient 0 (or 0.005)
   std::string kl_type = "low_var_kl";          // k1 | k2 | k3 | low_var_kl (verl default; policy_loss.h)
   std::string kl_reference;                    // frozen reference policy (HF dir) for kl_coef > 0;
@@ -120,6 +136,11 @@ struct OptimConfig {
   double adam_eps = 1e-8;
   double grad_clip = 1.0;           // trainer-anchors §4 defaults
   int micro_batch_tokens = 8192;    // token budget per micro-batch (gradient accumulation)
+  int mini_batches = 1;             // PPO mini-batches (optimizer steps) per rollout batch, >= 1 (verl
+                                    // ppo_mini_batch_size as a count, slime num_steps_per_rollout). 1 = one
+                                    // on-policy step (PPO ratio 1). M > 1: old logprobs computed once, the
+                                    // batch split in order (designer samples first) into M contiguous
+                                    // mini-batches, one step each at the rollout's LR (grpo_update.h)
   std::string lr_schedule = "constant";  // constant | linear_warmup | cosine (trainer/lr_schedule.h)
   int warmup_steps = 0;             // linear warmup steps (any schedule)
   double min_lr_ratio = 0.0;        // cosine floor; cosine decays over selfplay.steps

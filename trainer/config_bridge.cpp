@@ -8,9 +8,11 @@ PolicyLossConfig loss_config(const LossYaml& l) {
   c.eps_high = l.eps_high;
   if (l.dual_clip_c > 0) c.dual_clip_c = l.dual_clip_c;
   c.agg_mode = parse_agg_mode(l.agg_mode);
+  c.max_len = l.max_len;
   c.tis = l.tis;
   c.tis_cap = l.tis_cap;
   c.tis_low = l.tis_low;
+  c.tis_level = parse_tis_level(l.tis_level);
   c.entropy_coef = l.entropy_coef;
   c.kl_coef = l.kl_coef;
   c.kl_type = parse_kl_type(l.kl_type);
@@ -50,6 +52,7 @@ rollout::EpisodeOptions episode_options(const Config& c) {
   o.max_turns = c.selfplay.max_turns;
   o.context_tokens = c.selfplay.context_tokens;
   o.max_batch = c.selfplay.max_batch;
+  o.sampling.max_tokens_in_flight = c.selfplay.max_tokens_in_flight;
   o.max_turns_cap = c.selfplay.max_turns;
   return o;
 }

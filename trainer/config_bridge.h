@@ -11,7 +11,8 @@
 
 namespace spade::trainer {
 
-/// loss.* -> PolicyLossConfig. Throws spade::Error for an unknown agg_mode.
+/// loss.* -> PolicyLossConfig (max_len, tis_level included). Throws spade::Error for an unknown
+/// agg_mode, kl_type or tis_level.
 PolicyLossConfig loss_config(const LossYaml& loss);
 
 /// reward.* -> the blend configuration (weights, regret scale, plateau band).

@@ -83,13 +83,14 @@ std::pair<torch::Tensor, torch::Tensor> sequence_logprobs(policy::Transformer& m
                                                           bool entropy_grad, int64_t chunk_rows) {
   torch::Tensor hidden = model->forward(batch.input_ids, batch.positions);
   const int64_t B = hidden.size(0), T = hidden.size(1);
-  if (chunk_rows > 0 && !(with_entropy && entropy_grad)) {
-    // Chunked through the output projection (trainer/chunked_logprobs.h): no [B*T, V] logits.
+  if (chunk_rows > 0) {
+    // Chunked through the output projection (trainer/chunked_logprobs.h): no [B*T, V] logits, also
+    // with a differentiable entropy (its gradient is part of the chunked backward).
     torch::Tensor entropy;
     torch::Tensor logp = chunked_token_logprobs(hidden.reshape({B * T, hidden.size(2)}), lm_head_weight(model),
                                                 batch.targets.reshape({B * T}),
                                                 batch.temperature.view({B, 1}).expand({B, T}).reshape({B * T}),
-                                                chunk_rows, with_entropy ? &entropy : nullptr);
+                                                chunk_rows, with_entropy ? &entropy : nullptr, entropy_grad);
     return {logp.view({B, T}), with_entropy ? entropy.view({B, T}) : torch::Tensor()};
   }
   torch::Tensor logits = model->lm_head(hidden);  // [B,T,V] float32
@@ -113,12 +114,54 @@ std::pair<torch::Tensor, torch::Tensor> sequence_logprobs(policy::Transformer& m
   return {logp, entropy};
 }
 
+namespace {
+
+// The trainable samples split IN ORDER into `m` contiguous slices whose sizes differ by at most one
+// (the first n mod m slices get one extra sample): verl's mini-batch split without shuffling. The
+// batch is designer samples first, so the first mini-batch carries them. Slices may be empty (n < m).
+std::vector<std::vector<const rollout::Sample*>> split_in_order(const std::vector<const rollout::Sample*>& samples,
+                                                                int m) {
+  std::vector<std::vector<const rollout::Sample*>> out(m);
+  const size_t n = samples.size(), base = n / m, extra = n % m;
+  size_t at = 0;
+  for (size_t j = 0; j < static_cast<size_t>(m); ++j) {
+    const size_t size = base + (j < extra ? 1 : 0);
+    out[j].assign(samples.begin() + at, samples.begin() + at + size);
+    at += size;
+  }
+  return out;
+}
+
+// Per-rank sums of one update's terms, over micro-batches and optimizer steps (token means weighted).
+struct TermSums {
+  double pg_loss = 0, ent = 0, kl = 0, clip_tokens = 0, clip_lower_tokens = 0, kl_tokens = 0, tis_tokens = 0,
+         tis_clip_tokens = 0, diff_tokens = 0, tokens = 0;
+  void add(const PolicyLossTerms& terms) {
+    pg_loss += terms.pg_loss;
+    ent += terms.entropy;
+    kl += terms.kl;
+    const double n = static_cast<double>(terms.num_tokens);
+    clip_tokens += terms.pg_clipfrac * n;
+    clip_lower_tokens += terms.pg_clipfrac_lower * n;
+    kl_tokens += terms.ppo_kl * n;
+    tis_tokens += terms.tis_mean * n;
+    tis_clip_tokens += terms.tis_clipfrac * n;
+    diff_tokens += terms.rollout_logp_abs_diff * n;
+    tokens += n;
+  }
+};
+
+}  // namespace
+
 UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& optimizer,
                         const std::vector<rollout::Sample>& samples, const UpdateOptions& options,
                         const DistributedContext* dist) {
   const auto start = std::chrono::steady_clock::now();
   const DistributedContext single;
   const DistributedContext& dp = dist ? *dist : single;
+  const int num_mini = options.mini_batches;
+  if (num_mini < 1)
+    throw Error("grpo_update: UpdateOptions::mini_batches must be >= 1, got " + std::to_string(num_mini));
   UpdateStats stats;
   std::vector<const rollout::Sample*> trainable;
   for (const rollout::Sample& s : samples)
@@ -126,85 +169,112 @@ UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& opt
 
   const bool bf16 = parse_autocast(options.autocast);
   const torch::Device device = model_device(model);
-  std::vector<PackedBatch> batches = pack_micro_batches(trainable, options.micro_batch_tokens, device);
-  std::vector<torch::Tensor> masks;
-  for (const PackedBatch& b : batches) masks.push_back(b.loss_mask);
-  // The exact global normaliser (policy_loss.h), summed over ranks before any backward pass.
+  // Mini-batch j of this rank: its j-th contiguous slice (one slice, the whole share, when M = 1).
+  const std::vector<std::vector<const rollout::Sample*>> slices = split_in_order(trainable, num_mini);
+  std::vector<std::vector<PackedBatch>> minis;
+  for (const auto& slice : slices) minis.push_back(pack_micro_batches(slice, options.micro_batch_tokens, device));
+  std::vector<std::vector<torch::Tensor>> masks(num_mini);
+  for (int j = 0; j < num_mini; ++j)
+    for (const PackedBatch& b : minis[j]) masks[j].push_back(b.loss_mask);
+  // The exact global normaliser of each mini-batch (policy_loss.h), summed over ranks before any
+  // backward pass. Dr.GRPO without loss.max_len: L is the longest row of the whole rollout batch
+  // (every mini-batch and rank), one value shared by all M steps.
   PolicyLossConfig loss = options.loss;
-  if (dp.active() && loss.agg_mode == AggMode::DrGrpo && loss.max_len <= 0) {
+  if (loss.agg_mode == AggMode::DrGrpo && loss.max_len <= 0 && (dp.active() || num_mini > 1)) {
     double longest = 0;
-    for (const torch::Tensor& m : masks) longest = std::max<double>(longest, m.size(1));
+    for (const auto& ms : masks)
+      for (const torch::Tensor& m : ms) longest = std::max<double>(longest, m.size(1));
     loss.max_len = static_cast<int64_t>(dp.all_reduce_max({longest})[0]);
   }
-  const std::vector<double> global = dp.all_reduce_sum(
-      {global_normaliser(loss.agg_mode, masks, loss.max_len), static_cast<double>(trainable.size())});
-  const double normaliser = global[0];
-  if (global[1] == 0) return stats;  // the same answer on every rank: nobody steps
+  std::vector<double> local;  // {normaliser_j, samples_j} per mini-batch
+  for (int j = 0; j < num_mini; ++j) {
+    local.push_back(global_normaliser(loss.agg_mode, masks[j], loss.max_len));
+    local.push_back(static_cast<double>(slices[j].size()));
+  }
+  const std::vector<double> global = dp.all_reduce_sum(local);
+  double global_samples = 0;
+  for (int j = 0; j < num_mini; ++j) global_samples += global[2 * j + 1];
+  if (global_samples == 0) return stats;  // the same answer on every rank: nobody steps
   const bool with_kl = loss.kl_coef != 0.0;
   if (with_kl && !options.reference)
     throw Error("grpo_update: loss.kl_coef is " + std::to_string(loss.kl_coef) +
                 " but no reference policy was given (UpdateOptions::reference)");
 
   model->train();
-  optimizer.zero_grad();
-  double pg_loss = 0, ent = 0, kl = 0, clip_tokens = 0, kl_tokens = 0, tis_tokens = 0, tis_clip_tokens = 0,
-         diff_tokens = 0, tokens = 0;
-  for (const PackedBatch& b : batches) {
-    PolicyLossTerms terms;
-    {
-      // Forward passes under autocast (a no-op scope for "none"); backward runs outside it, as with
-      // torch.autocast: autograd replays each op in the dtype its forward used.
-      AutocastScope autocast(device, bf16);
-      auto [logp, entropy] = sequence_logprobs(model, b, /*with_entropy=*/true,
-                                               /*entropy_grad=*/loss.entropy_coef != 0.0, options.logprob_chunk_rows);
-      torch::Tensor old_logp = logp.detach();
-      torch::Tensor ref_logp;  // undefined unless the loss has a KL penalty
-      if (with_kl) {
-        torch::NoGradGuard no_grad;
-        policy::Transformer reference = options.reference;  // a handle to the same frozen module
-        ref_logp = sequence_logprobs(reference, b, /*with_entropy=*/false, false, options.logprob_chunk_rows).first;
-      }
-      terms = compute_policy_loss(logp, old_logp, b.rollout_logp, b.advantages, b.loss_mask, normaliser, loss,
-                                  entropy, ref_logp);
-    }
-    terms.loss.backward();
-    pg_loss += terms.pg_loss;
-    ent += terms.entropy;
-    kl += terms.kl;
-    const double n = static_cast<double>(terms.num_tokens);
-    clip_tokens += terms.pg_clipfrac * n;
-    kl_tokens += terms.ppo_kl * n;
-    tis_tokens += terms.tis_mean * n;
-    tis_clip_tokens += terms.tis_clipfrac * n;
-    diff_tokens += terms.rollout_logp_abs_diff * n;
-    tokens += n;
+  // M > 1: the old policy's logprobs of every sample, with the weights before the first step, under
+  // no_grad (same packing, chunking and autocast as the training forwards below).
+  std::vector<std::vector<torch::Tensor>> old_logps(num_mini);
+  if (num_mini > 1) {
+    torch::NoGradGuard no_grad;
+    AutocastScope autocast(device, bf16);
+    for (int j = 0; j < num_mini; ++j)
+      for (const PackedBatch& b : minis[j])
+        old_logps[j].push_back(
+            sequence_logprobs(model, b, /*with_entropy=*/false, false, options.logprob_chunk_rows).first);
   }
-  // Sum of the ranks' gradients = the whole-batch gradient; then the global norm is clipped.
-  dp.all_reduce_gradients(model->parameters());
-  std::vector<torch::Tensor> params;
-  for (auto& p : model->parameters())
-    if (p.grad().defined()) params.push_back(p);
-  stats.grad_norm = options.grad_clip > 0
-                        ? torch::nn::utils::clip_grad_norm_(params, options.grad_clip)
-                        : torch::nn::utils::clip_grad_norm_(params, 1e30);
-  optimizer.step();
-  optimizer.zero_grad();
+  TermSums sums;
+  double grad_norm_sum = 0, steps = 0, micro_batches = 0;
+  for (int j = 0; j < num_mini; ++j) {
+    if (global[2 * j + 1] == 0) continue;  // a globally empty mini-batch (n < M): no rank steps
+    const double normaliser = global[2 * j];
+    optimizer.zero_grad();
+    for (size_t i = 0; i < minis[j].size(); ++i) {
+      const PackedBatch& b = minis[j][i];
+      PolicyLossTerms terms;
+      {
+        // Forward passes under autocast (a no-op scope for "none"); backward runs outside it, as with
+        // torch.autocast: autograd replays each op in the dtype its forward used.
+        AutocastScope autocast(device, bf16);
+        auto [logp, entropy] = sequence_logprobs(model, b, /*with_entropy=*/true,
+                                                 /*entropy_grad=*/loss.entropy_coef != 0.0, options.logprob_chunk_rows);
+        // M = 1: the old policy is the current one (ratio exactly 1).
+        torch::Tensor old_logp = num_mini > 1 ? old_logps[j][i] : logp.detach();
+        torch::Tensor ref_logp;  // undefined unless the loss has a KL penalty
+        if (with_kl) {
+          torch::NoGradGuard no_grad;
+          policy::Transformer reference = options.reference;  // a handle to the same frozen module
+          ref_logp = sequence_logprobs(reference, b, /*with_entropy=*/false, false, options.logprob_chunk_rows).first;
+        }
+        terms = compute_policy_loss(logp, old_logp, b.rollout_logp, b.advantages, b.loss_mask, normaliser, loss,
+                                    entropy, ref_logp);
+      }
+      terms.loss.backward();
+      sums.add(terms);
+    }
+    micro_batches += static_cast<double>(minis[j].size());
+    // Sum of the ranks' gradients = the whole-mini-batch gradient; then the global norm is clipped.
+    dp.all_reduce_gradients(model->parameters());
+    std::vector<torch::Tensor> params;
+    for (auto& p : model->parameters())
+      if (p.grad().defined()) params.push_back(p);
+    grad_norm_sum += options.grad_clip > 0 ? torch::nn::utils::clip_grad_norm_(params, options.grad_clip)
+                                           : torch::nn::utils::clip_grad_norm_(params, 1e30);
+    optimizer.step();
+    optimizer.zero_grad();
+    steps += 1;
+  }
 
-  const std::vector<double> sums = dp.all_reduce_sum(
-      {pg_loss, ent, clip_tokens, kl_tokens, tis_tokens, tis_clip_tokens, diff_tokens, tokens,
-       static_cast<double>(batches.size()), kl});
-  const double n = std::max(1.0, sums[7]);
-  stats.pg_loss = sums[0];
-  stats.entropy = sums[1];
-  stats.pg_clipfrac = sums[2] / n;
-  stats.ppo_kl = sums[3] / n;
-  stats.tis_mean = sums[4] / n;
-  stats.tis_clipfrac = sums[5] / n;
-  stats.rollout_logp_abs_diff = sums[6] / n;
-  stats.num_tokens = static_cast<int64_t>(sums[7]);
-  stats.num_samples = static_cast<int64_t>(global[1]);
-  stats.num_micro_batches = static_cast<int64_t>(sums[8]);
-  stats.kl = sums[9];
+  const std::vector<double> total = dp.all_reduce_sum(
+      {sums.pg_loss, sums.ent, sums.clip_tokens, sums.kl_tokens, sums.tis_tokens, sums.tis_clip_tokens,
+       sums.diff_tokens, sums.tokens, micro_batches, sums.kl, sums.clip_lower_tokens});
+  const double n = std::max(1.0, total[7]);
+  // Additive terms and the grad norm: means over the optimizer steps (M = 1: the one step's values,
+  // exactly; x * 1.0 == x).
+  const double per_step = 1.0 / std::max(1.0, steps);
+  stats.pg_loss = total[0] * per_step;
+  stats.entropy = total[1] * per_step;
+  stats.kl = total[9] * per_step;
+  stats.pg_clipfrac = total[2] / n;
+  stats.pg_clipfrac_lower = total[10] / n;
+  stats.ppo_kl = total[3] / n;
+  stats.tis_mean = total[4] / n;
+  stats.tis_clipfrac = total[5] / n;
+  stats.rollout_logp_abs_diff = total[6] / n;
+  stats.num_tokens = static_cast<int64_t>(total[7]);
+  stats.num_samples = static_cast<int64_t>(global_samples);
+  stats.num_micro_batches = static_cast<int64_t>(total[8]);
+  stats.num_optimizer_steps = static_cast<int64_t>(steps);
+  stats.grad_norm = grad_norm_sum * per_step;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return stats;
 }

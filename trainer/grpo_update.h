@@ -1,6 +1,6 @@
-// One GRPO / PPO-clip optimizer step on a batch of samples (DESIGN.md step 4): micro-batches packed
-// by a token budget, gradients accumulated with the global normaliser, global-norm clipping, AdamW.
-// Not thread-safe.
+// The GRPO / PPO-clip update of one rollout batch (DESIGN.md step 4): one optimizer step, or M PPO
+// mini-batch steps (UpdateOptions::mini_batches); micro-batches packed by a token budget, gradients
+// accumulated with the global normaliser, global-norm clipping, AdamW. Not thread-safe.
 #pragma once
 #include <torch/torch.h>
 
@@ -17,6 +17,10 @@ struct UpdateOptions {
   PolicyLossConfig loss;
   int micro_batch_tokens = 8192;  // padded tokens per micro-batch
   double grad_clip = 1.0;         // max global grad norm; <= 0 disables
+  // PPO mini-batches per rollout batch (config optim.mini_batches; verl ppo_mini_batch_size expressed
+  // as a count, slime num_steps_per_rollout): M >= 1 optimizer steps per grpo_update call. M = 1 is
+  // the single on-policy step (old_logp = logp.detach(), ratio exactly 1). M > 1: see grpo_update.
+  int mini_batches = 1;
   int logprob_chunk_rows = 2048;  // token rows per lm_head chunk (sequence_logprobs, chunked_logprobs.h); <= 0: whole
   // Frozen reference policy for the KL penalty (loss.kl_coef != 0; required then): its logprobs are
   // computed per micro-batch under no_grad, at each sample's temperature like the policy's.
@@ -27,38 +31,69 @@ struct UpdateOptions {
   std::string autocast = "none";
 };
 
-/// What one update measured (metric names of DESIGN.md, verl/slime style).
+/// What one update measured (metric names of DESIGN.md, verl/slime style). With M > 1 mini-batches
+/// (UpdateOptions::mini_batches) the values combine the M optimizer steps: the additive terms
+/// (pg_loss, entropy, kl) and grad_norm are MEANS over the steps taken (each step's value is that
+/// mini-batch's whole loss under its own normaliser, so a mean keeps them on the M = 1 scale; a sum
+/// would grow with M); the fractions and token means (pg_clipfrac, pg_clipfrac_lower, ppo_kl,
+/// tis_mean, tis_clipfrac, rollout_logp_abs_diff) are weighted by tokens over all steps; counts
+/// (num_samples, num_tokens: every sample is in exactly one mini-batch; num_micro_batches) are totals.
+/// M = 1: exactly the single step's values.
 struct UpdateStats {
   double pg_loss = 0, pg_clipfrac = 0, ppo_kl = 0, entropy = 0, grad_norm = 0;
+  double pg_clipfrac_lower = 0;  // fraction of tokens where the dual clip is active (policy_loss.h)
   double tis_mean = 1, tis_clipfrac = 0, rollout_logp_abs_diff = 0;
   double kl = 0;  // aggregated KL penalty to the reference, before kl_coef (0 without a reference)
   int64_t num_samples = 0, num_tokens = 0, num_micro_batches = 0;
+  int64_t num_optimizer_steps = 0;  // steps taken: M, less any mini-batch empty on every rank; 0 if nothing trained
   double seconds = 0;
 };
 
-/// Trains `model` one optimizer step on `samples` (designer samples first, DESIGN.md step 4).
+/// Trains `model` on `samples` (designer samples first, DESIGN.md step 4): one optimizer step
+/// (options.mini_batches = 1) or M PPO mini-batch steps.
 /// With loss.kl_coef != 0 the loss adds kl_coef * kl_penalty(logp, ref_logp) (policy_loss.h) with the
 /// logprobs of options.reference; throws spade::Error when options.reference is missing then.
-/// Each sample's per-sequence advantage is broadcast over its tokens. The old policy logprobs are
-/// the current parameters' own (single PPO epoch: ratio 1, detached), so TIS weights compare the
-/// current policy with the sampler's rollout logprobs: exactly the delayed-designer correction
-/// (reference §5) and ~1 for fresh agent samples. The loss is normalised over the WHOLE batch
-/// (global_normaliser), never padded with inert samples, so it does not depend on the micro-batch
-/// split. Samples without trainable tokens are skipped. Returns zeros when nothing is trainable.
+/// Each sample's per-sequence advantage is broadcast over its tokens. The loss of each step is
+/// normalised over that step's WHOLE (mini-)batch (global_normaliser), never padded with inert
+/// samples, so it does not depend on the micro-batch split. Samples without trainable tokens are
+/// skipped. Returns zeros when nothing is trainable.
+///
+/// M = 1 (default): the old policy logprobs are the current parameters' own (old_logp =
+/// logp.detach(): ratio 1, so clip and dual clip never fire), so TIS weights compare the current
+/// policy with the sampler's rollout logprobs: exactly the delayed-designer correction (reference §5)
+/// and ~1 for fresh agent samples.
+///
+/// M > 1 (PPO mini-batches, verl ppo_mini_batch_size / slime num_steps_per_rollout): first the old
+/// logprobs of every sample are computed under no_grad with the weights before the update (same
+/// micro-batch packing, chunked lm_head and autocast as the training forwards: one extra forward pass
+/// over the batch). Then the trainable samples are split IN ORDER, without shuffling (verl's split
+/// with shuffle off), into M contiguous mini-batches whose sample counts differ by at most one (the
+/// first n mod M get one more); designer samples come first, so the first mini-batch carries them.
+/// Each mini-batch is one optimizer step with its own global normaliser: the PPO ratio
+/// exp(logp - old_logp) moves away from 1 after the first step, so clip and dual clip act, and TIS
+/// weights are exp(old_logp - rollout_logp) with the precomputed old_logp (trainer-anchors §1). The
+/// learning rate is the one the caller set for this rollout, for all M steps (the schedule advances
+/// once per rollout, as in slime). Dr.GRPO without loss.max_len takes L = the longest row of the
+/// whole rollout batch (all mini-batches and ranks) for every step. A mini-batch that is empty on
+/// every rank (fewer samples than M) is skipped by all ranks.
 ///
 /// Data parallel (`dist` active): `samples` is this rank's share of the optimizer batch. Every rank
-/// must call this with the same model, options and optimizer state. The normaliser is all-reduced
-/// (SUM) before any backward pass (DrGrpo without loss.max_len first agrees on L with MAX), so each
-/// rank's loss is its share of the whole-batch loss; gradients are then summed over ranks (bucketed,
+/// must call this with the same model, options and optimizer state. Mini-batch j of the global batch
+/// is the union of every rank's j-th contiguous slice of its own share (so with M > 1 the global
+/// mini-batches are not the slices a single process would cut from the whole batch, and a 1-rank run
+/// matches a W-rank run only at M = 1). Each rank takes part in all M steps even when its slice is
+/// empty, so the collectives match. Each normaliser is all-reduced (SUM) before any backward pass
+/// (DrGrpo without loss.max_len first agrees on L with MAX), so each rank's loss is its share of the
+/// whole-mini-batch loss; gradients are then summed over ranks (bucketed,
 /// DistributedContext::all_reduce_gradients) before clipping, so the clip norm is the global one and
-/// every rank applies the same step a single process on the whole batch would (up to float summation
-/// order). A rank without trainable samples still takes part. Stats are whole-batch values on every
-/// rank: sums (pg_loss, entropy, counts) summed, token means weighted by each rank's token count,
-/// seconds the local time.
+/// every rank applies the same step a single process on the whole mini-batch would (up to float
+/// summation order). A rank without trainable samples still takes part. Stats are whole-batch values
+/// on every rank (see UpdateStats), seconds the local time.
 ///
 /// Device: the micro-batches are packed on the model's device (model_device); options.reference must
 /// live on the same device. Activation checkpointing is the model's own switch
-/// (TransformerImpl::set_activation_checkpointing). Throws spade::Error for an unknown options.autocast.
+/// (TransformerImpl::set_activation_checkpointing). Throws spade::Error for an unknown options.autocast
+/// or options.mini_batches < 1.
 UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& optimizer,
                         const std::vector<rollout::Sample>& samples, const UpdateOptions& options,
                         const DistributedContext* dist = nullptr);
@@ -87,8 +122,9 @@ torch::Device model_device(policy::Transformer& model);
 /// with logits divided by each row's temperature (policy::token_logprobs definition). The entropy
 /// (undefined unless with_entropy) carries gradients only when entropy_grad is set. chunk_rows > 0:
 /// the output projection runs chunk_rows token rows at a time (trainer/chunked_logprobs.h), so the
-/// [B*T, V] logits never exist at once; not with a differentiable entropy (entropy_grad), which takes
-/// the whole-logits path.
+/// [B*T, V] logits never exist at once, with or without a differentiable entropy (the entropy's
+/// gradient is part of the chunked backward); chunk_rows <= 0: whole [B*T, V] float32 logits
+/// (lm_head + policy::token_logprobs / token_entropy, differentiated by autograd).
 std::pair<torch::Tensor, torch::Tensor> sequence_logprobs(policy::Transformer& model,
                                                           const PackedBatch& batch, bool with_entropy,
                                                           bool entropy_grad = false, int64_t chunk_rows = 0);

@@ -19,6 +19,8 @@ constexpr Named<AggMode> kAggNames[] = {{AggMode::TokenMean, "token_mean"},
                                         {AggMode::DrGrpo, "dr_grpo"}};
 constexpr Named<KlType> kKlNames[] = {
     {KlType::K1, "k1"}, {KlType::K2, "k2"}, {KlType::K3, "k3"}, {KlType::LowVarKl, "low_var_kl"}};
+constexpr Named<TisLevel> kTisNames[] = {
+    {TisLevel::Token, "token"}, {TisLevel::Sequence, "sequence"}, {TisLevel::Geometric, "geometric"}};
 
 template <typename E, size_t N>
 std::string name_of(const Named<E> (&table)[N], E value, const char* what) {
@@ -71,6 +73,8 @@ std::string to_string(AggMode mode) { return name_of(kAggNames, mode, "AggMode")
 AggMode parse_agg_mode(const std::string& name) { return parse_named(kAggNames, name, "loss aggregation mode"); }
 std::string to_string(KlType type) { return name_of(kKlNames, type, "KlType"); }
 KlType parse_kl_type(const std::string& name) { return parse_named(kKlNames, name, "KL type"); }
+std::string to_string(TisLevel level) { return name_of(kTisNames, level, "TisLevel"); }
+TisLevel parse_tis_level(const std::string& name) { return parse_named(kTisNames, name, "TIS level"); }
 
 torch::Tensor kl_penalty(const torch::Tensor& logp, const torch::Tensor& ref_logp, KlType type) {
   const torch::Tensor x = logp - ref_logp.detach();
@@ -199,7 +203,15 @@ PolicyLossTerms compute_policy_loss(const torch::Tensor& logp, const torch::Tens
   {
     torch::NoGradGuard guard;
     if (cfg.tis) {
-      const torch::Tensor raw = torch::exp(old - roll);
+      // Log importance weight per token, or per sequence broadcast over its tokens (TisLevel). Masked
+      // positions are 0 in `old` and `roll` (masked_input), so the row sums cover trainable tokens only.
+      torch::Tensor log_w = old - roll;
+      if (cfg.tis_level != TisLevel::Token) {
+        torch::Tensor seq = (log_w * m).sum(1, /*keepdim=*/true);
+        if (cfg.tis_level == TisLevel::Geometric) seq = seq / torch::clamp_min(m.sum(1, true), 1.0);
+        log_w = seq.expand_as(lp);
+      }
+      const torch::Tensor raw = torch::exp(log_w);
       tis_w = torch::clamp(raw, cfg.tis_low, cfg.tis_cap);
       out.tis_clipfrac = masked_mean(((raw > cfg.tis_cap) | (raw < cfg.tis_low)).to(ct), m, count);
     } else {

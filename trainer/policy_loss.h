@@ -9,7 +9,8 @@
 //   r      = exp(clamp(logp - old_logp, -log_ratio_clamp, +log_ratio_clamp))
 //   pg     = max(-r A, -clip(r, 1 - eps_low, 1 + eps_high) A)                  (PPO clip, clip-higher)
 //   pg     = min(pg, -c A) where A < 0, if dual_clip_c is set (c > 1)           (dual clip)
-//   w      = clamp(exp(old_logp - rollout_logp), tis_low, tis_cap), detached   (TIS; 1 if tis = false)
+//   w      = clamp(exp(old_logp - rollout_logp), tis_low, tis_cap), detached   (TIS; 1 if tis = false;
+//            per token, or one weight per sequence: see TisLevel)
 //   token  = w * pg + kl_coef * kl_penalty(logp, ref_logp, kl_type) - entropy_coef * entropy
 // then aggregated over loss_mask with the GLOBAL normaliser (see AggMode / global_normaliser).
 #pragma once
@@ -38,12 +39,25 @@ enum class AggMode { TokenMean, SeqMeanTokenMean, SeqMeanTokenSum, DrGrpo };
 /// LowVarKl = K3 clamped to [-10, 10] (verl "low_var_kl").
 enum class KlType { K1, K2, K3, LowVarKl };
 
+/// The granularity of the truncated importance-sampling weight (verl's rollout-IS levels), with
+/// d_t = old_logp_t - rollout_logp_t and m_t the loss mask of one sequence (all detached):
+///   Token     : w_t = clamp(exp(d_t), tis_low, tis_cap)                     (slime/verl token TIS)
+///   Sequence  : w   = clamp(exp(sum_t m_t d_t), tis_low, tis_cap)           (verl rollout-IS "sequence":
+///               the importance ratio of the whole sequence, broadcast to its tokens)
+///   Geometric : w   = clamp(exp(sum_t m_t d_t / max(1, sum_t m_t)), ...)   (verl "geometric": the
+///               geometric mean of the token ratios, length-independent, broadcast to its tokens)
+/// The weight multiplies the clipped PG loss only (trainer-anchors §1).
+enum class TisLevel { Token, Sequence, Geometric };
+
 /// Canonical names: "token_mean", "seq_mean_token_mean", "seq_mean_token_sum", "dr_grpo";
-/// "k1", "k2", "k3", "low_var_kl". Parsers throw spade::Error listing the valid names.
+/// "k1", "k2", "k3", "low_var_kl"; "token", "sequence", "geometric". Parsers throw spade::Error
+/// listing the valid names.
 std::string to_string(AggMode mode);
 AggMode parse_agg_mode(const std::string& name);
 std::string to_string(KlType type);
 KlType parse_kl_type(const std::string& name);
+std::string to_string(TisLevel level);
+TisLevel parse_tis_level(const std::string& name);
 
 struct PolicyLossConfig {
   double eps_low = 0.2, eps_high = 0.28;  // clip-higher (paper Sec. 4.1; reference §5)
@@ -53,6 +67,7 @@ struct PolicyLossConfig {
   int64_t max_len = 0;                    // DrGrpo: L in B*L (0 = use the masks' T in global_normaliser)
   bool tis = true;
   double tis_cap = 2.0, tis_low = 0.0;    // truncated IS (slime/verl C = 2.0)
+  TisLevel tis_level = TisLevel::Token;   // per-token weights (slime/verl default); see TisLevel
   double entropy_coef = 0.0, kl_coef = 0.0;
   KlType kl_type = KlType::LowVarKl;
 };
@@ -67,8 +82,10 @@ struct PolicyLossTerms {
   double pg_clipfrac = 0.0;        ///< fraction where the clipped term is active (verl definition)
   double pg_clipfrac_lower = 0.0;  ///< fraction where the dual clip is active (A < 0)
   double ppo_kl = 0.0;             ///< mean(old_logp - logp)
-  double tis_mean = 0.0;           ///< mean TIS weight after clamping (1 if tis off)
-  double tis_clipfrac = 0.0;       ///< fraction of raw TIS weights outside [tis_low, tis_cap]
+  double tis_mean = 0.0;           ///< mean TIS weight after clamping (1 if tis off); per token, a
+                                   ///< sequence-level weight counted once for each of its tokens
+  double tis_clipfrac = 0.0;       ///< fraction of tokens whose raw TIS weight (the token's, or its
+                                   ///< sequence's at Sequence/Geometric level) lies outside [tis_low, tis_cap]
   double rollout_logp_abs_diff = 0.0;  ///< mean |old_logp - rollout_logp| (train/rollout mismatch)
   int64_t num_tokens = 0;          ///< masked tokens in this call
 };

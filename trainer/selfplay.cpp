@@ -15,6 +15,7 @@
 #include "rollout/designer.h"
 #include "rollout/episode.h"
 #include "rollout/prompts.h"
+#include "trainer/batch_filters.h"
 #include "trainer/checkpointing.h"
 #include "trainer/device_memory.h"
 #include "trainer/lr_schedule.h"
@@ -30,14 +31,21 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// FNV-1a: a stable string hash for reset seeds (reference §5: hinted plays reset with
-// seed hash(path + i) mod 2^31; Python's hash is salted, so we fix our own).
+// Reset seeds (reference §5: hinted plays reset with seed hash(path + i) mod 2^31; Python's hash is
+// salted, so we fix our own): FNV-1a, then splitmix64's finaliser. FNV-1a alone leaves the low bits
+// poorly mixed (the parity of "path:t:g" alternated with g, and one environment's seeds mod 3 took
+// only two values), which games that pick their instance by seed % n would show as identical plays.
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
   return h;
 }
-int64_t reset_seed(const std::string& key) { return static_cast<int64_t>(fnv1a(key) % (1ULL << 31)); }
+uint64_t mix64(uint64_t z) {  // splitmix64's output function (Steele, Lea, Flood 2014)
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+int64_t reset_seed(const std::string& key) { return static_cast<int64_t>(mix64(fnv1a(key)) % (1ULL << 31)); }
 
 double mean(const std::vector<double>& v) { return reward::mean_or_zero(v); }
 
@@ -128,14 +136,22 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
       play_groups_split(*dist_, policy_, server_, specs, sp.plays_per_env, episode_options(config_), rng_());
   const double rollout_s = seconds_since(rollout_start);
 
-  // 3. Agent rewards -> per-environment z-score advantages (reference §5).
+  // 3. Agent rewards -> per-environment z-score advantages (reference §5; reward.scale_by_std = false:
+  //    Dr.GRPO's r - mean). The optional filters (trainer/batch_filters.h) decide which plays train;
+  //    every play is still logged and counted in rewards, windows, regret and memory.
   std::vector<double> rewards;
   std::vector<std::string> groups;
+  std::vector<bool> truncated;
   for (const rollout::EpisodeResult& r : plays) {
     rewards.push_back(r.reward);
     groups.push_back(r.sample.env_id);
+    truncated.push_back(r.truncated);
   }
-  const std::vector<double> adv = reward::actor_advantages(rewards, groups, config_.reward.actor_std_eps);
+  const std::vector<double> adv =
+      reward::actor_advantages(rewards, groups, config_.reward.actor_std_eps, config_.reward.scale_by_std);
+  const BatchFilterResult filter = filter_agent_plays(
+      rewards, groups, truncated, {config_.reward.filter_zero_std_groups, config_.reward.mask_truncated});
+  std::vector<int64_t> env_wins(live_.size(), 0);  // this step's won plays per live environment
   std::vector<rollout::Sample> agent_batch;
   std::vector<EpisodeRow> agent_rows;  // episode facts for rollouts.h5, aligned with agent_batch
   int64_t turns = 0, successes = 0;
@@ -151,6 +167,7 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
     }
     turns += r.turns;
     successes += r.reward > 0;
+    env_wins[i / sp.plays_per_env] += r.reward > 0;
     sampled_tokens += r.sample.num_trainable();
     r.sample.advantage = adv[i];
     r.sample.rollout_id = t;
@@ -159,6 +176,7 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
     row.terminated = r.terminated;
     row.truncated = r.truncated;
     row.turns = r.turns;
+    row.trained = filter.keep[i];
     agent_rows.push_back(row);
     agent_batch.push_back(std::move(r.sample));
   }
@@ -202,19 +220,36 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   UpdateOptions update;
   update.loss = loss_config(config_.loss);
   update.micro_batch_tokens = config_.optim.micro_batch_tokens;
+  update.mini_batches = config_.optim.mini_batches;  // PPO mini-batch steps, all at this rollout's lr
   update.grad_clip = config_.optim.grad_clip;
   update.logprob_chunk_rows = config_.optim.logprob_chunk_rows;
   update.reference = kl_reference_;
   update.autocast = config_.train.autocast;
   // Data parallel: each rank trains the environments it played (and its deal of designer samples).
+  // Filtered plays stay in `batch` (rollouts.h5 logs them with trained = 0) but not in what is trained.
+  // batch_share deals the agent part by position in whole groups of plays_per_env (the groups each rank
+  // played), so removing plays before the deal would shift the later ones to other ranks and cut groups
+  // apart (mask_truncated drops single plays). So the dropped plays are blanked in place (no tokens),
+  // the deal is unchanged, and each rank removes the blanks from its own share: every rank trains what
+  // is left of exactly the groups it played, and grpo_update's all-reduced normaliser counts kept
+  // samples only. An empty share (or all groups filtered) is fine: grpo_update then returns zeros.
+  const bool filtered = filter.dropped > 0;
   std::vector<rollout::Sample> share;
-  if (dist_->active()) share = batch_share(*dist_, batch, n_designer, sp.plays_per_env);
-  const std::vector<rollout::Sample>& trained = dist_->active() ? share : batch;
+  if (filtered) {
+    share = blank_dropped(batch, static_cast<size_t>(n_designer), filter.keep);
+    if (dist_->active()) share = batch_share(*dist_, share, n_designer, sp.plays_per_env);
+    remove_empty(share);
+  } else if (dist_->active()) {
+    share = batch_share(*dist_, batch, n_designer, sp.plays_per_env);
+  }
+  const std::vector<rollout::Sample>& trained = filtered || dist_->active() ? share : batch;
   const UpdateStats u = grpo_update(policy_.model, optimizer_, trained, update, dist_->active() ? dist_ : nullptr);
 
   // 6. Metrics (names of DESIGN.md) and checkpoint on schedule.
   m["actor/pg_loss"] = u.pg_loss;
   m["actor/pg_clipfrac"] = u.pg_clipfrac;
+  m["actor/pg_clipfrac_lower"] = u.pg_clipfrac_lower;  // dual clip active (verl's name; 0 without it)
+  m["actor/optimizer_steps"] = static_cast<double>(u.num_optimizer_steps);  // optim.mini_batches, less empty ones
   m["actor/ppo_kl"] = u.ppo_kl;
   m["actor/entropy"] = u.entropy;
   if (config_.loss.kl_coef != 0.0) m["actor/kl_loss"] = u.kl;  // verl's name; before kl_coef
@@ -224,7 +259,23 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   m["train/rollout_logp_abs_diff"] = u.rollout_logp_abs_diff;
   m["train/tokens"] = static_cast<double>(u.num_tokens);
   m["batch/designer_samples"] = static_cast<double>(n_designer);
-  m["batch/agent_samples"] = static_cast<double>(batch.size()) - static_cast<double>(n_designer);
+  m["batch/agent_samples"] = static_cast<double>(filter.kept.size());  // agent plays in the optimizer batch
+  m["batch/agent_filtered"] = static_cast<double>(filter.dropped);     // left out by the reward.* filters
+  // TRL's frac_reward_zero_std (trainer-anchors §3) under our reward/ prefix: the share of this
+  // step's environments (groups) whose plays all got the same reward, logged whether or not they
+  // are filtered.
+  m["reward/frac_reward_zero_std"] = filter.frac_zero_std();
+  // Share of agent plays truncated (turn cap, context budget, response without EOS: rollout/episode.h);
+  // verl's response_length/clip_ratio counts only the length cap.
+  m["episode/truncated_frac"] = filter.truncated_frac();
+  {
+    // designer/learnable_share (DESIGN.md; SPADE paper Fig. 8): designed environments (seed fill-ins
+    // excluded) whose no-hint plays of this step were won 20% to 80% of the time.
+    std::vector<double> rates;
+    for (size_t e = 0; e < live_.size(); ++e)
+      if (!live_[e].from_seed) rates.push_back(static_cast<double>(env_wins[e]) / sp.plays_per_env);
+    m["designer/learnable_share"] = learnable_share(rates);
+  }
   m["reward/mean"] = mean(rewards);
   m["reward/success_rate"] = rewards.empty() ? 0.0 : static_cast<double>(successes) / rewards.size();
   m["episode/turns_mean"] = plays.empty() ? 0.0 : static_cast<double>(turns) / plays.size();
@@ -359,6 +410,7 @@ void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
   };
   rollout::DesignerOptions dopt;
   dopt.sampling = sampling(sp.designer);
+  dopt.sampling.max_tokens_in_flight = sp.max_tokens_in_flight;
   dopt.max_attempts = sp.max_attempts;
   dopt.max_batch = sp.max_batch;
   // Each round's requests are sampled and validated split across the data-parallel ranks.
@@ -435,6 +487,7 @@ void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
   for (const LiveEnv& env : live_) codes.push_back(env.code);
   rollout::SamplingParams hint_params = sampling(sp.hint);
   hint_params.max_new_tokens = sp.hint_max_tokens;
+  hint_params.max_tokens_in_flight = sp.max_tokens_in_flight;
   const auto hint_writer = [&](const std::vector<std::string>& mine, uint64_t seed) {
     return rollout::write_hints(policy_, mine, hint_params, seed, sp.max_batch);
   };

@@ -192,6 +192,20 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
   }
   if (dist.is_main()) write_file_atomic(run.config_path(), to_yaml(config));
   log("run directory: " + run.root);
+  const auto attention = policy::parse_attention_backend(config.train.attention, "train.attention");
+  // KL penalty (loss.kl_coef > 0): a frozen reference policy from disk, loaded only then, and before
+  // the corpus and the cold start, so a bad loss.kl_reference fails in seconds, not after minutes.
+  policy::Transformer kl_reference{nullptr};
+  if (config.loss.kl_coef != 0.0 && options.selfplay) {
+    const std::string path = config.loss.kl_reference.empty() ? config.model.init_checkpoint : config.loss.kl_reference;
+    kl_reference = policy::load_checkpoint(path);
+    kl_reference->to(device);
+    kl_reference->set_attention_backend(attention);
+    kl_reference->eval();
+    for (torch::Tensor& p : kl_reference->parameters()) p.requires_grad_(false);
+    log("kl reference: " + path + " (loss.kl_coef " + std::to_string(config.loss.kl_coef) + ", " +
+        config.loss.kl_type + ")");
+  }
 
   Corpus corpus = main_rank_first(dist, [&] { return prepare_corpus(config, run, log); });
   const std::vector<SeedEnv> seeds = load_seed_envs(config.seed_envs.dir);
@@ -202,7 +216,6 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
   // activation checkpointing apply to the training forward passes (grpo_update, warm start).
   policy.model->to(device);
   policy.model->set_activation_checkpointing(config.train.activation_checkpointing);
-  const auto attention = policy::parse_attention_backend(config.train.attention, "train.attention");
   policy.model->set_attention_backend(attention);
   log("device: " + device.str() + " (train.device " + config.train.device + "), autocast " + config.train.autocast +
       ", activation checkpointing " + (config.train.activation_checkpointing ? "on" : "off") + ", attention " +
@@ -231,18 +244,6 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
                                     .betas({config.optim.beta1, config.optim.beta2})
                                     .weight_decay(config.optim.weight_decay)
                                     .eps(config.optim.adam_eps));
-  // KL penalty (loss.kl_coef > 0): a frozen reference policy from disk, loaded only then.
-  policy::Transformer kl_reference{nullptr};
-  if (config.loss.kl_coef != 0.0) {
-    const std::string path = config.loss.kl_reference.empty() ? config.model.init_checkpoint : config.loss.kl_reference;
-    kl_reference = policy::load_checkpoint(path);
-    kl_reference->to(device);
-    kl_reference->set_attention_backend(attention);
-    kl_reference->eval();
-    for (torch::Tensor& p : kl_reference->parameters()) p.requires_grad_(false);
-    log("kl reference: " + path + " (loss.kl_coef " + std::to_string(config.loss.kl_coef) + ", " +
-        config.loss.kl_type + ")");
-  }
   SelfPlay selfplay(config, run, policy.ref(), server, corpus, seeds, optimizer, log, &dist, kl_reference);
   int64_t first = 0;
   if (!resume_from.empty()) {

@@ -166,9 +166,12 @@ WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& 
       batch.push_back(std::move(s));
     }
     // Linear warmup, then cosine decay to 10% over the time box (or max_steps, whichever is nearer):
-    // the last steps at a low rate settle the memorised programs.
-    const double progress = std::min(1.0, std::max(elapsed() / ws.max_seconds,
-                                                   static_cast<double>(stats.steps) / ws.max_steps));
+    // the last steps at a low rate settle the memorised programs. With run.deterministic the decay
+    // follows max_steps alone: a rate read off the wall clock would make two runs of one config
+    // differ (the time box still ends the cold start, so set max_steps below what it allows).
+    const double step_progress = static_cast<double>(stats.steps) / ws.max_steps;
+    const double progress =
+        std::min(1.0, config.run.deterministic ? step_progress : std::max(elapsed() / ws.max_seconds, step_progress));
     const double decay = 0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * progress));
     const double lr = ws.lr * decay * std::min(1.0, (stats.steps + 1) / std::max(1.0, ws.warmup_steps));
     for (auto& group : optimizer.param_groups())

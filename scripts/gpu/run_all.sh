@@ -23,8 +23,9 @@
 #                Target: ours (auto) >= 3x transformers.generate at batch 64.
 #   trainer_nockpt  issue 5: the same 4B step without activation checkpointing, micro-batches of 4096
 #                tokens (what fits then): no recomputed forward, the second chance at the MFU target.
-#   parity       issue 4: tiny random llama / qwen2 / qwen3 models saved by transformers, scored by `spade
-#                score` and by transformers (scripts/gpu/parity_transformers.py; tolerance 1e-3).
+#   parity       issue 4: tiny random llama / qwen2 / qwen3 / qwen3_moe models saved by transformers (and
+#                qwen3 saved in bf16), scored by `spade score` and by transformers
+#                (scripts/gpu/parity_transformers.py; tolerance 1e-3, bf16 compute 5% of the largest logit).
 #   sampler16_1  as sampler64 at batches 16 and 1 ("if time allows").
 #   unittests    builds test_policy and test_rollout against the CUDA LibTorch and runs their ctest
 #                (policy.DecodeGraph.CudaGraphReplaysEqualEagerForwardOnTheGpu runs only there).
@@ -65,7 +66,7 @@
 #                      load 1.2 / 8 GB); each side's 64 x (512 + 256) run is ~5-15 s (decode is
 #                      launch-bound in eager PyTorch: ~256 steps x 28-36 layers x ~10 kernels).
 #   trainer_nockpt ~1-1.5 min (timeout 200): init as above, 3 steps of ~2.5 s.
-#   parity     ~0.5 min (timeout 120): three tiny models on the CPU.
+#   parity     ~0.5 min (timeout 120): five tiny models on the CPU.
 #   sampler16_1 ~3-5 min (timeout 330): as sampler64, two batch sizes.
 #   unittests  ~5-9 min (timeout 560): ~40 more translation units, then the tests.
 # So of the ~12 minutes of command time the 15 minutes leave, the build takes about half; the first

@@ -90,6 +90,24 @@ TEST(ActorAdvantages, PerEnvironmentZScoreEps1e8) {
   EXPECT_THROW(actor_advantages({1, 0}, {"a"}), spade::Error);
 }
 
+TEST(ActorAdvantages, DrGrpoNoStdScalingPerEnvironment) {
+  // reward.scale_by_std = false (Dr.GRPO, trainer-anchors §1): r - mean of the play's environment,
+  // no std division and no eps. By hand: game "a" = [1, 0, 0] mean 1/3 -> [2/3, -1/3, -1/3];
+  // game "b" = [0.5, -1] mean -0.25 -> [0.75, -0.75]; game "c" = [0.2, 0.2] all equal -> [0, 0];
+  // game "d" = [0.9] alone -> 0. Interleaved order is preserved.
+  const std::vector<double> r = {1, 0.5, 0, 0.2, -1, 0, 0.2, 0.9};
+  const std::vector<std::string> g = {"a", "b", "a", "c", "b", "a", "c", "d"};
+  const std::vector<double> want = {2.0 / 3.0, 0.75, -1.0 / 3.0, 0.0, -0.75, -1.0 / 3.0, 0.0, 0.0};
+  expect_all_near(actor_advantages(r, g, kActorAdvantageEps, /*scale_by_std=*/false), want, 1e-15);
+  // eps plays no part without std scaling: a huge eps changes nothing.
+  expect_all_near(actor_advantages(r, g, 10.0, false), want, 1e-15);
+  // The same groups with std scaling differ (game "b": unbiased std 0.75*sqrt(2) = 1.06066 ->
+  // +-0.75 / 1.06066 = +-0.7071068), so the flag is really passed through.
+  const std::vector<double> z = actor_advantages(r, g, kActorAdvantageEps, true);
+  EXPECT_NEAR(z[1], 0.7071068, 1e-6);
+  EXPECT_NEAR(z[4], -0.7071068, 1e-6);
+}
+
 // ---------------------------------------------------------------- regret, plateau, blend (paper 4.1/4.2, reference §5)
 
 TEST(HintRegret, MeansAndFailedHint) {

@@ -195,14 +195,29 @@ TEST(StopStrings, StopOnDecodedTextAndKeepWholeTokens) {
   EXPECT_THROW(rollout::generate(m, prompts, bad, 1), spade::Error);
 }
 
+// The prefill budget bounds rows x (cached + new) columns of each admission group (SamplerStats) and
+// does not change what is sampled. Prompts of 5, 8, 11, 14, 17, 20 tokens, nothing cached, 6 slots.
+// Groups by hand: a group grows while (rows + 1) x (longest prompt so far) <= budget.
 TEST(Session, PrefillBudgetSplitsAdmissionWithoutChangingResults) {
   Transformer m = model();
   std::vector<std::vector<int64_t>> prompts;
   for (int i = 0; i < 6; ++i) prompts.push_back(std::vector<int64_t>(5 + 3 * i, 1 + i));
   SamplingParams p = sampling(4);
-  auto all = rollout::generate(m, prompts, p, 3, 6);
-  p.max_prefill_tokens = 1;  // one sequence per prefill
-  expect_same(rollout::generate(m, prompts, p, 3, 6), all, "budget");
+  rollout::SamplerStats st;
+  auto all = rollout::generate(m, prompts, p, 3, 6, &st);
+  // Default budget 16384: one group of 6 rows x 20 columns = 120.
+  EXPECT_EQ(st.prefills, 1);
+  EXPECT_EQ(st.peak_prefill_tokens, 120);
+  p.max_prefill_tokens = 40;
+  expect_same(rollout::generate(m, prompts, p, 3, 6, &st), all, "budget 40");
+  // {5, 8, 11}: 3 x 11 = 33 (adding 14 would make 4 x 14 = 56 > 40); {14, 17}: 2 x 17 = 34 (3 x 20 = 60
+  // > 40); {20}: 20. Three groups, the largest 34 <= 40.
+  EXPECT_EQ(st.prefills, 3);
+  EXPECT_EQ(st.peak_prefill_tokens, 34);
+  p.max_prefill_tokens = 1;  // one sequence per prefill (a lone sequence is admitted over the budget)
+  expect_same(rollout::generate(m, prompts, p, 3, 6, &st), all, "budget 1");
+  EXPECT_EQ(st.prefills, 6);
+  EXPECT_EQ(st.peak_prefill_tokens, 20);  // the longest prompt, alone
 }
 
 // With a decode graph, finished rows stay in the batch until a quarter of it has finished (fewer

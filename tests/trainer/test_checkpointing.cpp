@@ -216,6 +216,20 @@ TEST(Export, CleanCheckpointFromTrainingCheckpoint) {
   for (const auto& kv : p.model->named_parameters())
     EXPECT_TRUE(torch::equal(kv.value(), m->named_parameters()[kv.key()])) << kv.key();
 
+  // --max-shard-size: a limit below the tiny model's size gives shards + model.safetensors.index.json
+  // (the split itself is tested in tests/policy/test_checkpoint_shards.cpp) that load back exactly.
+  int64_t bytes = 0;
+  for (const auto& kv : p.model->named_parameters()) bytes += kv.value().numel() * 4;
+  const std::string sharded = (root / "hf_sharded").string();
+  export_checkpoint(dir, sharded, "fp32", static_cast<uint64_t>(bytes / 2));
+  EXPECT_FALSE(fs::exists(sharded + "/model.safetensors"));
+  EXPECT_TRUE(fs::exists(sharded + "/model.safetensors.index.json"));
+  EXPECT_TRUE(fs::exists(sharded + "/model-00001-of-00002.safetensors") ||
+              fs::exists(sharded + "/model-00001-of-00003.safetensors"));
+  policy::Transformer ms = policy::load_checkpoint(sharded);
+  for (const auto& kv : p.model->named_parameters())
+    EXPECT_TRUE(torch::equal(kv.value(), ms->named_parameters()[kv.key()])) << kv.key();
+
   EXPECT_THROW(export_checkpoint(dir, dir + "/inner", "bf16"), Error);
   EXPECT_THROW(export_checkpoint(dir, out, "fp16"), Error);
   EXPECT_THROW(export_checkpoint((root / "missing").string(), out, "fp32"), Error);

@@ -4,6 +4,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "trainer/config.h"
+#include "trainer/config_bridge.h"
 
 using namespace spade;
 using namespace spade::trainer;
@@ -61,6 +62,55 @@ TEST(Config, OverridesAndRoundTrip) {
 TEST(Config, ShippedConfigsLoad) {
   Config tiny = load_config(std::string(SPADE_SOURCE_DIR) + "/configs/games-tiny.yaml");
   EXPECT_GE(tiny.selfplay.steps, 8);  // issue 2: N >= 8 in the default
+}
+
+TEST(Config, RewardFilterKeysDefaultsAndRoundTrip) {
+  // Defaults: SPADE's actor z-score and no filter (reference §5: every play trained, std scaling on).
+  const Config d = parse_config("", "empty.yaml");
+  EXPECT_TRUE(d.reward.scale_by_std);
+  EXPECT_FALSE(d.reward.filter_zero_std_groups);
+  EXPECT_FALSE(d.reward.mask_truncated);
+  // Every key flipped, from YAML and from --set, survives the resolved round trip.
+  const Config c = parse_config("reward:\n  scale_by_std: false\n  filter_zero_std_groups: true\n", "x.yaml",
+                                {"reward.mask_truncated=true"});
+  EXPECT_FALSE(c.reward.scale_by_std);
+  EXPECT_TRUE(c.reward.filter_zero_std_groups);
+  EXPECT_TRUE(c.reward.mask_truncated);
+  const Config again = parse_config(to_yaml(c), "resolved.yaml");
+  EXPECT_FALSE(again.reward.scale_by_std);
+  EXPECT_TRUE(again.reward.filter_zero_std_groups);
+  EXPECT_TRUE(again.reward.mask_truncated);
+  EXPECT_THROW(parse_config("reward:\n  mask_truncated: sometimes\n", "x.yaml"), Error);  // not a bool
+}
+
+// optim.mini_batches, loss.tis_level, loss.max_len: defaults are the previous behaviour (one step,
+// token-level TIS, Dr.GRPO L = longest row), values survive the resolved round trip and reach
+// PolicyLossConfig through config_bridge, and out-of-range values are rejected naming the key.
+TEST(Config, PpoMiniBatchTisLevelAndMaxLenKeys) {
+  const Config d = parse_config("", "empty.yaml");
+  EXPECT_EQ(d.optim.mini_batches, 1);
+  EXPECT_EQ(d.loss.tis_level, "token");
+  EXPECT_EQ(d.loss.max_len, 0);
+  const Config c = parse_config("optim:\n  mini_batches: 4\nloss:\n  tis_level: geometric\n", "x.yaml",
+                                {"loss.max_len=512"});
+  const Config again = parse_config(to_yaml(c), "resolved.yaml");
+  EXPECT_EQ(again.optim.mini_batches, 4);
+  EXPECT_EQ(again.loss.tis_level, "geometric");
+  EXPECT_EQ(again.loss.max_len, 512);
+  const PolicyLossConfig l = loss_config(again.loss);
+  EXPECT_EQ(l.tis_level, TisLevel::Geometric);
+  EXPECT_EQ(l.max_len, 512);
+  EXPECT_EQ(loss_config(d.loss).tis_level, TisLevel::Token);
+  EXPECT_EQ(loss_config(d.loss).max_len, 0);
+  for (const char* bad : {"optim.mini_batches=0", "loss.tis_level=seq", "loss.max_len=-1"}) {
+    const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
+    try {
+      parse_config("", "x.yaml", {bad});
+      ADD_FAILURE() << "expected an error for " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
 }
 
 #include "trainer/lr_schedule.h"

@@ -287,6 +287,12 @@ TEST(DistributedGrpo, TwoRanksMatchOneRankSeqMeanTokenMean) { expect_two_ranks_m
 
 TEST(DistributedGrpo, TwoRanksMatchOneRankTokenMean) { expect_two_ranks_match_one("token_mean"); }
 
+TEST(DistributedGrpo, TwoRanksMatchOneRankSeqMeanTokenSum) { expect_two_ranks_match_one("seq_mean_token_sum"); }
+
+// Dr.GRPO without loss.max_len: the ranks agree on L (the longest row of the whole batch) with a MAX
+// all-reduce before the normaliser is summed; one rank takes the longest of its own micro-batches.
+TEST(DistributedGrpo, TwoRanksMatchOneRankDrGrpo) { expect_two_ranks_match_one("dr_grpo"); }
+
 // The designer phase split across 2 ranks (trainer/selfplay_dp.h): request i of a round and program
 // i of the hints run on rank i mod 2, each rank with its own seed; every rank gets every result, in
 // order, exactly (the attempts' float logprobs bit for bit).

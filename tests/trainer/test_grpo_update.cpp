@@ -1,7 +1,13 @@
 // The GRPO update on real model samples: on-policy TIS weights are 1, the micro-batch split does not
-// change the gradient (exact global normaliser), and an update moves logprobs the advantage's way.
+// change the gradient (exact global normaliser), an update moves logprobs the advantage's way, and
+// PPO mini-batches (UpdateOptions::mini_batches) equal a hand-written loop and make the clip fire.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
 
 #include "tests/testing/tiny_policy.h"
 #include "trainer/chunked_logprobs.h"
@@ -153,4 +159,156 @@ TEST(ChunkedLogprobs, MatchWholeLogitsValuesAndGradients) {
   EXPECT_FALSE(ent2.requires_grad());
   EXPECT_TRUE(torch::allclose(h1.grad(), h2.grad(), 1e-5, 1e-6)) << (h1.grad() - h2.grad()).abs().max().item<double>();
   EXPECT_TRUE(torch::allclose(w1.grad(), w2.grad(), 1e-5, 1e-6)) << (w1.grad() - w2.grad()).abs().max().item<double>();
+}
+
+// ------------------------------------------------------------------ PPO mini-batches (optim.mini_batches)
+
+namespace {
+
+std::vector<torch::Tensor> params_of(policy::Transformer& model) {
+  std::vector<torch::Tensor> out;
+  for (auto& p : model->parameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+double max_abs_diff(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, (a[i] - b[i]).abs().max().item<double>());
+  return d;
+}
+
+// The PPO mini-batch update written out by hand (independently of grpo_update's loop): the old
+// logprobs of every sample with the weights before any step (no_grad), then for each contiguous half
+// of the batch one step of compute_policy_loss (its own normaliser) + backward + global-norm clip 1.0
+// + AdamW. One micro-batch per mini-batch, whole-logits lm_head. Returns each step's loss terms.
+std::vector<PolicyLossTerms> reference_two_mini_batches(policy::Transformer& model, torch::optim::Optimizer& opt,
+                                                        const std::vector<rollout::Sample>& samples,
+                                                        const PolicyLossConfig& cfg) {
+  const size_t half = samples.size() / 2;
+  std::vector<PackedBatch> mini;
+  for (size_t j = 0; j < 2; ++j) {
+    std::vector<const rollout::Sample*> ptrs;
+    for (size_t i = j * half; i < (j + 1) * half; ++i) ptrs.push_back(&samples[i]);
+    mini.push_back(pack_micro_batches(ptrs, 1 << 20)[0]);
+  }
+  std::vector<torch::Tensor> old;
+  {
+    torch::NoGradGuard ng;
+    for (const PackedBatch& b : mini) old.push_back(sequence_logprobs(model, b, false).first);
+  }
+  std::vector<PolicyLossTerms> out;
+  for (size_t j = 0; j < 2; ++j) {
+    opt.zero_grad();
+    const double norm = global_normaliser(cfg.agg_mode, {mini[j].loss_mask});
+    torch::Tensor logp = sequence_logprobs(model, mini[j], false).first;
+    PolicyLossTerms terms =
+        compute_policy_loss(logp, old[j], mini[j].rollout_logp, mini[j].advantages, mini[j].loss_mask, norm, cfg);
+    terms.loss.backward();
+    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    opt.step();
+    out.push_back(terms);
+  }
+  return out;
+}
+
+UpdateOptions mini_batch_options(int m) {
+  UpdateOptions o;
+  o.mini_batches = m;
+  o.logprob_chunk_rows = 0;        // the reference uses the whole-logits path
+  o.micro_batch_tokens = 1 << 20;  // one micro-batch per mini-batch, as in the reference
+  return o;
+}
+
+}  // namespace
+
+// Expected values: the hand-written loop above (old logprobs once, two steps). Off-policy rollout
+// logprobs (the model's own minus 0.1 per token) so the TIS weights exp(old - rollout) = e^0.1 are
+// not 1 and must come from the precomputed old logprobs.
+TEST(GrpoUpdate, TwoMiniBatchesEqualHandWrittenLoop) {
+  fixtures::TinyPolicy a = fixtures::make_tiny_policy(7), b = fixtures::make_tiny_policy(7);
+  auto samples = on_policy_samples(a.model, 4, 1.0);
+  for (auto& s : samples)
+    for (size_t t = 1; t < s.tokens.size(); ++t)
+      if (s.loss_mask[t] > 0) s.rollout_logprobs[t] -= 0.1f;
+  torch::optim::AdamW opt_a(a.model->parameters(), torch::optim::AdamWOptions(1e-2));
+  torch::optim::AdamW opt_b(b.model->parameters(), torch::optim::AdamWOptions(1e-2));
+  const UpdateOptions o = mini_batch_options(2);
+  const UpdateStats s = grpo_update(a.model, opt_a, samples, o);
+  const std::vector<PolicyLossTerms> ref = reference_two_mini_batches(b.model, opt_b, samples, o.loss);
+  EXPECT_LT(max_abs_diff(params_of(a.model), params_of(b.model)), 1e-6);
+  EXPECT_EQ(s.num_optimizer_steps, 2);
+  EXPECT_EQ(s.num_samples, 4);
+  EXPECT_EQ(s.num_micro_batches, 2);
+  EXPECT_EQ(s.num_tokens, ref[0].num_tokens + ref[1].num_tokens);
+  // UpdateStats: additive terms are means over the steps, token fractions token-weighted.
+  EXPECT_NEAR(s.pg_loss, 0.5 * (ref[0].pg_loss + ref[1].pg_loss), 1e-6);
+  const double n0 = ref[0].num_tokens, n1 = ref[1].num_tokens;
+  EXPECT_NEAR(s.tis_mean, (ref[0].tis_mean * n0 + ref[1].tis_mean * n1) / (n0 + n1), 1e-6);
+  EXPECT_NEAR(ref[0].tis_mean, std::exp(0.1), 1e-5);  // step 1: old = the weights before = rollout + 0.1
+
+  // A single step on the whole batch (M = 1) is a different update: the test can tell them apart.
+  fixtures::TinyPolicy c = fixtures::make_tiny_policy(7);
+  torch::optim::AdamW opt_c(c.model->parameters(), torch::optim::AdamWOptions(1e-2));
+  const UpdateStats one = grpo_update(c.model, opt_c, samples, mini_batch_options(1));
+  EXPECT_EQ(one.num_optimizer_steps, 1);
+  EXPECT_GT(max_abs_diff(params_of(a.model), params_of(c.model)), 1e-4);
+}
+
+// With a large learning rate the first step moves the policy far, so in the second mini-batch the
+// ratio exp(logp - old_logp) leaves [1 - eps_low, 1 + eps_high] and the clip fires; M = 1 never
+// clips (ratio exactly 1). The dual clip with c = 1.01 is active wherever A < 0 and r > 1.01.
+TEST(GrpoUpdate, SecondMiniBatchClips) {
+  fixtures::TinyPolicy a = fixtures::make_tiny_policy(7), b = fixtures::make_tiny_policy(7);
+  auto samples = on_policy_samples(a.model, 4, 1.0);
+  torch::optim::AdamW opt_a(a.model->parameters(), torch::optim::AdamWOptions(0.05));
+  torch::optim::AdamW opt_b(b.model->parameters(), torch::optim::AdamWOptions(0.05));
+  const std::vector<PolicyLossTerms> ref = reference_two_mini_batches(b.model, opt_b, samples, {});
+  EXPECT_EQ(ref[0].pg_clipfrac, 0.0);  // first step: ratio 1
+  EXPECT_GT(ref[1].pg_clipfrac, 0.0);
+  const UpdateStats s = grpo_update(a.model, opt_a, samples, mini_batch_options(2));
+  EXPECT_GT(s.pg_clipfrac, 0.0);
+  EXPECT_EQ(s.pg_clipfrac_lower, 0.0);  // no dual clip configured
+
+  fixtures::TinyPolicy c = fixtures::make_tiny_policy(7);
+  torch::optim::AdamW opt_c(c.model->parameters(), torch::optim::AdamWOptions(0.05));
+  UpdateOptions dual = mini_batch_options(2);
+  dual.loss.dual_clip_c = 1.01;
+  EXPECT_GT(grpo_update(c.model, opt_c, samples, dual).pg_clipfrac_lower, 0.0);
+
+  fixtures::TinyPolicy d = fixtures::make_tiny_policy(7);
+  torch::optim::AdamW opt_d(d.model->parameters(), torch::optim::AdamWOptions(0.05));
+  EXPECT_EQ(grpo_update(d.model, opt_d, samples, mini_batch_options(1)).pg_clipfrac, 0.0);
+}
+
+// Fewer samples than mini-batches: the empty mini-batches are skipped (one step for one sample), and
+// the update equals M = 1 exactly (the old logprobs of the only step are the weights' own, so the
+// same float operations run). Through a one-rank Gloo group (the data-parallel path: per-mini-batch
+// all-reduced normalisers, Dr.GRPO's L agreed by MAX) the result is the same again (collectives of
+// one rank are the identity).
+TEST(GrpoUpdate, EmptyMiniBatchesAreSkippedAndDataParallelPathAgrees) {
+  fixtures::TinyPolicy a = fixtures::make_tiny_policy(5), b = fixtures::make_tiny_policy(5),
+                       c = fixtures::make_tiny_policy(5);
+  auto samples = on_policy_samples(a.model, 1, 1.0);
+  UpdateOptions three = mini_batch_options(3);
+  three.loss.agg_mode = AggMode::DrGrpo;
+  UpdateOptions one = mini_batch_options(1);
+  one.loss.agg_mode = AggMode::DrGrpo;
+  torch::optim::AdamW opt_a(a.model->parameters(), torch::optim::AdamWOptions(1e-2));
+  torch::optim::AdamW opt_b(b.model->parameters(), torch::optim::AdamWOptions(1e-2));
+  torch::optim::AdamW opt_c(c.model->parameters(), torch::optim::AdamWOptions(1e-2));
+  const UpdateStats sa = grpo_update(a.model, opt_a, samples, three);
+  const UpdateStats sb = grpo_update(b.model, opt_b, samples, one);
+  EXPECT_EQ(sa.num_optimizer_steps, 1);
+  EXPECT_NEAR(sa.pg_loss, sb.pg_loss, 1e-7);
+  EXPECT_LT(max_abs_diff(params_of(a.model), params_of(b.model)), 1e-7);
+
+  DistributedOptions dopt;
+  dopt.backend = "gloo";
+  dopt.group_at_world_size_1 = true;
+  DistributedContext dist(DistributedEnv{}, dopt);
+  const UpdateStats sc = grpo_update(c.model, opt_c, samples, three, &dist);
+  EXPECT_EQ(sc.num_optimizer_steps, 1);
+  EXPECT_EQ(sc.pg_loss, sa.pg_loss);
+  EXPECT_EQ(max_abs_diff(params_of(a.model), params_of(c.model)), 0.0);
+  EXPECT_THROW(grpo_update(c.model, opt_c, samples, mini_batch_options(0)), spade::Error);
 }

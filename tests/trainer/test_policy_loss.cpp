@@ -190,6 +190,54 @@ TEST(PolicyLoss, TisAnchor) {
   EXPECT_DOUBLE_EQ(low.tis_clipfrac, 1.0);
 }
 
+// Sequence-level TIS (verl rollout-IS "sequence" / "geometric"; policy_loss.h TisLevel). Row 0 has two
+// trainable tokens with log-ratios old - rollout = 0.3 and 0.5 and a masked third token with 3.0 (must
+// be ignored); row 1 one token with -0.2 (then padding). r = 1 (logp = old), A = 1, token-mean over the
+// 3 trainable tokens, so loss = -(sum of the tokens' weights) / 3. By hand:
+//   token:     w = e^0.3 = 1.349859, e^0.5 = 1.648721, e^-0.2 = 0.818731 -> loss -1.272437
+//   sequence:  row 0 e^0.8 = 2.225541 -> capped 2.0 (both tokens), row 1 e^-0.2 = 0.818731
+//              -> loss -(2 + 2 + 0.818731) / 3 = -1.606244; clipped tokens 2 of 3
+//   geometric: row 0 e^((0.3 + 0.5) / 2) = e^0.4 = 1.491825, row 1 e^-0.2 -> loss -1.267460
+//              (counting the masked 3.0 would give e^(3.8/3) = 3.55 -> 2.0)
+//   geometric with tis_low 0.9: row 1 0.818731 -> 0.9: loss -(2 * 1.491825 + 0.9) / 3 = -1.294550, clipped 1/3
+TEST(PolicyLoss, SequenceLevelTisAnchors) {
+  const auto old = t2({{-1.0, -1.0, -1.0}, {-1.0, 0.0, 0.0}});
+  const auto roll = t2({{-1.3, -1.5, -4.0}, {-0.8, 0.0, 0.0}});
+  const auto mask = t2({{1, 1, 0}, {1, 0, 0}});
+  const auto adv = t2({{1, 1, 1}, {1, 1, 1}});
+  auto run = [&](TisLevel level, double tis_low) {
+    PolicyLossConfig cfg;
+    cfg.agg_mode = AggMode::TokenMean;
+    cfg.tis_level = level;
+    cfg.tis_low = tis_low;
+    auto logp = old.clone().requires_grad_(true);
+    PolicyLossTerms t = compute_policy_loss(logp, old, roll, adv, mask, 3.0, cfg);
+    t.loss.backward();
+    return std::make_pair(t, logp.grad());
+  };
+  auto [tok, tok_g] = run(TisLevel::Token, 0.0);
+  EXPECT_NEAR(tok.loss.item<double>(), -1.272437, 1e-5);
+  EXPECT_DOUBLE_EQ(tok.tis_clipfrac, 0.0);
+  auto [seq, seq_g] = run(TisLevel::Sequence, 0.0);
+  EXPECT_NEAR(seq.loss.item<double>(), -1.606244, 1e-5);
+  EXPECT_NEAR(seq.tis_mean, 1.606244, 1e-5);
+  EXPECT_NEAR(seq.tis_clipfrac, 2.0 / 3.0, 1e-12);
+  // The weight is a constant per sequence: d loss / d logp_t = -A * r * w / 3 on trainable tokens, 0 on masked.
+  EXPECT_NEAR(seq_g[0][0].item<double>(), -2.0 / 3.0, 1e-6);
+  EXPECT_NEAR(seq_g[0][1].item<double>(), -2.0 / 3.0, 1e-6);
+  EXPECT_EQ(seq_g[0][2].item<double>(), 0.0);
+  EXPECT_NEAR(seq_g[1][0].item<double>(), -0.818731 / 3.0, 1e-6);
+  auto [geo, geo_g] = run(TisLevel::Geometric, 0.0);
+  EXPECT_NEAR(geo.loss.item<double>(), -1.267460, 1e-5);
+  EXPECT_DOUBLE_EQ(geo.tis_clipfrac, 0.0);
+  auto [geo_low, geo_low_g] = run(TisLevel::Geometric, 0.9);
+  EXPECT_NEAR(geo_low.loss.item<double>(), -1.294550, 1e-5);
+  EXPECT_NEAR(geo_low.tis_clipfrac, 1.0 / 3.0, 1e-12);
+  for (auto l : {TisLevel::Token, TisLevel::Sequence, TisLevel::Geometric}) EXPECT_EQ(parse_tis_level(to_string(l)), l);
+  EXPECT_EQ(parse_tis_level("sequence"), TisLevel::Sequence);
+  EXPECT_THROW(parse_tis_level("seq"), spade::Error);
+}
+
 // ---------------------------------------------------------------- masks, empty batches, shapes
 
 TEST(PolicyLoss, PaddingCannotPoisonLoss) {

@@ -61,18 +61,32 @@ TEST(Resume, KilledMidStepThenResumedEqualsUninterrupted) {
   const std::string tokenizer = fixtures::tiny_tokenizer_path();
   // k = 3, checkpoint every 2 of 6 steps: the resumed checkpoint (step 2) falls inside a generation's
   // window, so live environments and their window rewards must be restored; fill_with_seeds admits
-  // seed environments into the empty slots of the random policy.
+  // seed environments into the empty slots of the policy. The seeds are the coin game under every
+  // skill (fixtures/coin_game.py: won or lost by the reset seed), and a short cold start teaches the
+  // agent to answer with an end of turn, so plays of one environment get different rewards: the
+  // policy-gradient term is live, not only the entropy bonus. Two PPO mini-batches per rollout: the
+  // second step's old logprobs come from the weights before the first.
+  const fs::path seeds = root / "seeds";
+  const std::string coin = read_file(std::string(SPADE_SOURCE_DIR) + "/tests/trainer/fixtures/coin_game.py");
+  for (const char* skill : {"math", "logic", "spatial", "pattern", "optimization", "causal"}) {
+    fs::create_directories(seeds / skill);
+    write_file_atomic((seeds / skill / "coin.py").string(), coin);
+  }
+  std::string model_yaml = fixtures::tiny_model_yaml();  // its seed_envs line points at the coin seeds
+  const std::string repo_seeds = std::string(SPADE_SOURCE_DIR) + "/data/seed_envs";
+  model_yaml.replace(model_yaml.find(repo_seeds), repo_seeds.size(), seeds.string());
   const std::string yaml =
       "run: {out_dir: " + root.string() + ", seed: 11, deterministic: true}\n"
       "corpus: {path: " + (root / "corpus.jsonl").string() + ", max_words: 40}\n"
       "tokenizer: {path: " + tokenizer + "}\n"
-      + fixtures::tiny_model_yaml() +
-      "warm_start: {enabled: false}\n"
+      + model_yaml +
+      "warm_start: {max_steps: 40, max_seconds: 1.0e6, batch_tokens: 512, demos_per_env: 2, designer_fraction: 0.2,"
+      " hint_fraction: 0, lr: 0.01}\n"
       "selfplay: {steps: 10, k: 3, envs_per_regen: 2, skills_per_regen: 2, plays_per_env: 2, hint_plays: 1,\n"
       "           max_attempts: 1, max_turns: 2, context_tokens: 1024, hint_max_tokens: 8,\n"
       "           fill_with_seeds: true, designer: {max_new_tokens: 16}, agent: {max_new_tokens: 6}}\n"
       "loss: {entropy_coef: 0.01}\n"  // a random policy earns no reward: the entropy bonus moves the weights
-      "optim: {lr: 0.001}\n"
+      "optim: {lr: 0.001, mini_batches: 2}\n"
       "checkpoint: {every: 2, keep_last: 2}\n";
   write_file_atomic((root / "tiny.yaml").string(), yaml);
   const std::string cfg = (root / "tiny.yaml").string();
@@ -118,6 +132,12 @@ TEST(Resume, KilledMidStepThenResumedEqualsUninterrupted) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i;
   EXPECT_GT(a[3]["envs/live"].get<double>(), 0.0) << "the test should play seed environments";
   EXPECT_GT(a[4]["actor/grad_norm"].get<double>(), 0.0) << "the weights should move between checkpoints";
+  int live_pg = 0;  // steps whose policy-gradient term is nonzero (some environment had a win and a loss)
+  for (const nlohmann::json& m : a) {
+    live_pg += m["actor/pg_loss"].get<double>() != 0.0;
+    EXPECT_EQ(m["actor/optimizer_steps"].get<double>(), 2.0);
+  }
+  EXPECT_GE(live_pg, 3) << "the agent should win some plays and lose others";
 
   // Final weights and trainer state are bit-identical; keep-last-2 leaves steps 8 and 10.
   const std::string fa = (root / "ref/checkpoints/step_000010").string();

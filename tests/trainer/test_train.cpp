@@ -79,3 +79,24 @@ TEST(Train, TinyRunWritesEveryOutput) {
   EXPECT_EQ(out[0].tokens.size(), 5u);
   EXPECT_NE(lines.back().find("final checkpoint"), std::string::npos);
 }
+
+// A bad loss.kl_reference is found before any slow work: the reference policy is loaded right after
+// the run directory is made, so the corpus is never built and the (here 10-minute) cold start never
+// starts. Before, the error came only after the cold start.
+TEST(Train, BadKlReferenceFailsBeforeTheCorpusAndTheColdStart) {
+  const fs::path root = fs::path(SPADE_TEST_TMP) / "train_bad_kl_reference";
+  fs::remove_all(root);
+  const std::string missing = (root / "no_such_checkpoint").string();
+  const std::string yaml = fixtures::tiny_run_yaml(root.string(), /*threads=*/1, /*max_attempts=*/1) +
+                           "loss: {kl_coef: 0.005, kl_reference: " + missing + "}\n";
+  trainer::Config config = trainer::parse_config(yaml, "bad_kl.yaml");
+  config.warm_start.max_seconds = 600;
+  config.warm_start.max_steps = 100000;
+  try {
+    trainer::run_train(config, {true}, [](const std::string&) {});
+    FAIL() << "a missing loss.kl_reference must be an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(root / "t" / "corpus.jsonl"));
+}
