@@ -21,6 +21,12 @@ TEST(Config, DefaultsAreThePaperSettings) {
   EXPECT_DOUBLE_EQ(c.loss.tis_cap, 2.0);
   EXPECT_DOUBLE_EQ(c.optim.lr, 1e-6);
   EXPECT_DOUBLE_EQ(c.optim.beta2, 0.98);
+  // reference/trainer-anchors.md §4 "Defaults seen": AdamW beta1 0.9, weight decay 0.1, grad clip 1.0.
+  EXPECT_DOUBLE_EQ(c.optim.beta1, 0.9);
+  EXPECT_DOUBLE_EQ(c.optim.weight_decay, 0.1);
+  EXPECT_DOUBLE_EQ(c.optim.grad_clip, 1.0);
+  EXPECT_EQ(c.optim.mini_batches, 1);  // one update per rollout (reference §5: one step per rollout)
+  EXPECT_EQ(c.loss.agg_mode, "seq_mean_token_mean");  // slime's default ("grpo")
   EXPECT_DOUBLE_EQ(c.reward.w_regret, 0.4);
   EXPECT_DOUBLE_EQ(c.selfplay.hint.temperature, 0.3);
 }

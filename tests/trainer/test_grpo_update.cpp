@@ -96,6 +96,35 @@ TEST(GrpoUpdate, MicroBatchSplitDoesNotChangeGradients) {
     EXPECT_TRUE(torch::allclose(whole[i], split[i], 1e-5, 1e-7)) << "parameter " << i;
 }
 
+// pack_micro_batches: samples sorted by length, then cut so that rows x longest row <= the budget
+// (padded tokens). Five samples of 6, 9, 4, 12, 7 tokens give rows of 5, 8, 3, 11, 6 positions;
+// sorted 3, 5, 6, 8, 11. Budget 16, by hand: {3, 5} (2 x 5 = 10; adding 6 would be 3 x 6 = 18 > 16),
+// {6, 8} (2 x 8 = 16), {11} (alone). Budget 8: {3, 5} (10 > 8, so {3}), then {5}, {6}, {8}, and 11 > 8
+// still forms its own micro-batch.
+TEST(GrpoUpdate, MicroBatchesArePackedUpToTheTokenBudget) {
+  std::vector<rollout::Sample> samples;
+  for (int len : {6, 9, 4, 12, 7}) {
+    rollout::Sample s;
+    s.append_context({5});
+    s.append_sampled(std::vector<int64_t>(len - 1, 7), std::vector<float>(len - 1, -1.0f));
+    samples.push_back(s);
+  }
+  std::vector<const rollout::Sample*> ptrs;
+  for (auto& s : samples) ptrs.push_back(&s);
+  auto shapes = [&](int budget) {
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (const PackedBatch& b : pack_micro_batches(ptrs, budget)) {
+      out.emplace_back(b.input_ids.size(0), b.input_ids.size(1));
+      EXPECT_TRUE(b.input_ids.size(0) == 1 || b.input_ids.numel() <= budget) << "budget " << budget;
+    }
+    return out;
+  };
+  using Shapes = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(shapes(16), (Shapes{{2, 5}, {2, 8}, {1, 11}}));
+  EXPECT_EQ(shapes(8), (Shapes{{1, 3}, {1, 5}, {1, 6}, {1, 8}, {1, 11}}));
+  EXPECT_EQ(shapes(1 << 20), (Shapes{{5, 11}}));
+}
+
 TEST(GrpoUpdate, PositiveAdvantageRaisesLogprob) {
   fixtures::TinyPolicy p = fixtures::make_tiny_policy(9);
   auto samples = on_policy_samples(p.model, 1, 1.0);
