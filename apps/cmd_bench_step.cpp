@@ -44,6 +44,7 @@ void add_bench_step_command(CLI::App& app) {
   cmd->add_option("--attention", args->o.attention, "auto | matmul | sdpa (train.attention; default auto)");
   cmd->add_option("--micro-batch-tokens", args->o.micro_batch_tokens, "gradient-accumulation token budget (default 8192)");
   cmd->add_option("--logprob-chunk-rows", args->o.logprob_chunk_rows, "lm_head rows per chunk (default 2048)");
+  cmd->add_option("--entropy-coef", args->o.entropy_coef, "loss.entropy_coef: an entropy bonus (default 0)");
   cmd->add_option("--warmup", args->o.warmup_steps, "untimed steps first (default 1)");
   cmd->add_option("--steps", args->o.steps, "timed steps (default 1)");
   cmd->add_option("--peak-tflops", args->o.peak_tflops, "MFU denominator (default 989: H100/H200 dense bf16)");
@@ -72,6 +73,7 @@ void add_bench_step_command(CLI::App& app) {
                           {"tokens", r.tokens}, {"autocast", o.autocast},
                           {"activation_checkpointing", o.activation_checkpointing}, {"attention", o.attention},
                           {"micro_batch_tokens", o.micro_batch_tokens}, {"micro_batches", r.micro_batches},
+                          {"logprob_chunk_rows", o.logprob_chunk_rows}, {"entropy_coef", o.entropy_coef},
                           {"group", dist ? dist->backend() : "none"}, {"step_s", r.step_s},
                           {"tokens_per_s", r.tokens_per_s}, {"flops_per_token", r.flops_per_token},
                           {"peak_tflops", o.peak_tflops}, {"mfu", r.mfu}, {"peak_rss_mb", r.peak_rss_mb},

@@ -98,6 +98,7 @@ StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedConte
   UpdateOptions update;
   update.micro_batch_tokens = o.micro_batch_tokens;
   update.logprob_chunk_rows = o.logprob_chunk_rows;
+  update.loss.entropy_coef = o.entropy_coef;
   update.autocast = o.autocast;
   const std::vector<rollout::Sample> batch = synthetic_grpo_batch(c.vocab_size, o.batch, o.seq, 1.0, o.seed + 1);
   for (int s = 0; s < o.warmup_steps + o.steps; ++s) {

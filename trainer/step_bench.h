@@ -52,6 +52,7 @@ struct StepBenchOptions {
   std::string attention = "auto";            // train.attention (auto: scaled_dot_product_attention on CUDA)
   int micro_batch_tokens = 8192;             // optim.micro_batch_tokens (gradient accumulation)
   int logprob_chunk_rows = 2048;             // optim.logprob_chunk_rows
+  double entropy_coef = 0.0;                 // loss.entropy_coef (> 0: the entropy bonus's gradient too)
   int warmup_steps = 1, steps = 1;           // untimed, then timed optimizer steps
   uint64_t seed = 1;
   double peak_tflops = 989.0;  // MFU denominator: H100/H200 SXM dense bf16 tensor-core peak, 989 TFLOPS
