@@ -57,6 +57,11 @@ struct UpdateStats {
 /// normalised over that step's WHOLE (mini-)batch (global_normaliser), never padded with inert
 /// samples, so it does not depend on the micro-batch split. Samples without trainable tokens are
 /// skipped. Returns zeros when nothing is trainable.
+/// Why not the reference's padding (reference §1: a short batch is padded to 192 with zero-mask copies
+/// and the real rewards are scaled by 192/n_real): under the seq-mean modes that is the same PG
+/// gradient as the exact normaliser n_real (the clipped, TIS-weighted PG term is linear in a positive
+/// scaling of A), but it spends forward and backward passes on the copies, scales the KL and entropy
+/// terms by n_real/192 instead, and ties the batch to a fixed size; the exact normaliser has none of these.
 ///
 /// M = 1 (default): the old policy logprobs are the current parameters' own (old_logp =
 /// logp.detach(): ratio 1, so clip and dual clip never fire), so TIS weights compare the current
