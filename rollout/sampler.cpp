@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "common/error.h"
+#include "common/splitmix64.h"
 #include "policy/decode_graph.h"
 
 namespace spade::rollout {
@@ -25,12 +26,6 @@ namespace {
 
 using Sequence = GenerationSession::Sequence;
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 /// xoshiro-free, portable stream: splitmix64 counter mode (same numbers on every platform/libstdc++).
 struct Rng {

@@ -9,6 +9,7 @@
 #include "common/atomic_file.h"
 #include "common/strings.h"
 #include "common/error.h"
+#include "common/splitmix64.h"
 #include "reward/advantages.h"
 #include "common/process_stats.h"
 #include "reward/designer_reward.h"
@@ -32,7 +33,7 @@ double seconds_since(Clock::time_point t0) {
 }
 
 // Reset seeds (reference §5: hinted plays reset with seed hash(path + i) mod 2^31; Python's hash is
-// salted, so we fix our own): FNV-1a, then splitmix64's finaliser. FNV-1a alone leaves the low bits
+// salted, so we fix our own): FNV-1a, then splitmix64 (common/splitmix64.h). FNV-1a alone leaves the low bits
 // poorly mixed (the parity of "path:t:g" alternated with g, and one environment's seeds mod 3 took
 // only two values), which games that pick their instance by seed % n would show as identical plays.
 uint64_t fnv1a(const std::string& s) {
@@ -40,12 +41,7 @@ uint64_t fnv1a(const std::string& s) {
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
   return h;
 }
-uint64_t mix64(uint64_t z) {  // splitmix64's output function (Steele, Lea, Flood 2014)
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-int64_t reset_seed(const std::string& key) { return static_cast<int64_t>(mix64(fnv1a(key)) % (1ULL << 31)); }
+int64_t reset_seed(const std::string& key) { return static_cast<int64_t>(splitmix64(fnv1a(key)) % (1ULL << 31)); }
 
 double mean(const std::vector<double>& v) { return reward::mean_or_zero(v); }
 

@@ -1,18 +1,9 @@
 #include "trainer/selfplay_dp.h"
 
 #include "common/error.h"
+#include "common/splitmix64.h"
 
 namespace spade::trainer {
-
-namespace {
-// splitmix64 (Steele et al. 2014): decorrelates the ranks' sampling seeds.
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-}  // namespace
 
 nlohmann::json episode_to_json(const rollout::EpisodeResult& r) {
   return {{"sample", sample_to_json(r.sample)}, {"reward", r.reward},   {"terminated", r.terminated},
@@ -33,7 +24,7 @@ rollout::EpisodeResult episode_from_json(const nlohmann::json& j) {
 }
 
 uint64_t rank_seed(const DistributedContext& dist, uint64_t seed) {
-  return dist.active() ? mix(seed ^ mix(static_cast<uint64_t>(dist.rank()) + 1)) : seed;
+  return dist.active() ? splitmix64(seed ^ splitmix64(static_cast<uint64_t>(dist.rank()) + 1)) : seed;
 }
 
 std::vector<nlohmann::json> gather_indexed(const DistributedContext& dist, size_t n, const std::vector<size_t>& mine,

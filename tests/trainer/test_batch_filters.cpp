@@ -264,7 +264,9 @@ void expect_filtered_logs(const fs::path& root) {
     // Every environment is a seed fill-in: no designed one, so no learnable share.
     EXPECT_EQ(m["designer/learnable_share"].get<double>(), 0.0) << m;
     // Nothing left to train (and no designer sample: nothing was admitted): no tokens, no NaN.
-    if (untrained == plays) EXPECT_EQ(m["train/tokens"].get<double>(), 0.0) << m;
+    if (untrained == plays) {
+      EXPECT_EQ(m["train/tokens"].get<double>(), 0.0) << m;
+    }
     EXPECT_FALSE(std::isnan(m["actor/grad_norm"].get<double>())) << m;
   }
 }
