@@ -66,13 +66,7 @@ void add_bench_sampler_command(CLI::App& app) {
     bool no_reference = false, no_decode_kernel = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* bench = nullptr;  // shared with `bench sandbox` (whichever registers first creates it)
-  try {
-    bench = app.get_subcommand("bench");
-  } catch (const CLI::OptionNotFound&) {
-    bench = app.add_subcommand("bench", "benchmarks");
-    bench->require_subcommand(1);
-  }
+  CLI::App* bench = bench_command(app);
   CLI::App* cmd = bench->add_subcommand("sampler", "sampler tokens/s vs Python baselines (plain loop, transformers)");
   cmd->add_option("--models", args->models,
                   "comma-separated shapes (policy/model_shapes.h): tiny (~3.4M), 100m (~100M), qwen3-0.6b, qwen3-4b");

@@ -294,13 +294,7 @@ json round3(double v) { return std::round(v * 1000) / 1000; }
 }  // namespace
 
 void add_bench_sandbox_command(CLI::App& app) {
-  CLI::App* bench = nullptr;
-  try {
-    bench = app.get_subcommand("bench");
-  } catch (const CLI::OptionNotFound&) {
-    bench = app.add_subcommand("bench", "benchmarks");
-    bench->require_subcommand(1);
-  }
+  CLI::App* bench = bench_command(app);
   struct Args {
     int episodes = 100, steps = 2000, live = 400, episode_steps = 10, baseline_episodes = 20;
     std::string seed_env = "data/seed_envs/logic/bool_eval.py";

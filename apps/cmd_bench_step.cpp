@@ -26,13 +26,7 @@ void add_bench_step_command(CLI::App& app) {
     std::string group = "none";
   };
   auto args = std::make_shared<Args>();
-  CLI::App* bench = nullptr;  // shared with the other `bench` commands (whichever registers first creates it)
-  try {
-    bench = app.get_subcommand("bench");
-  } catch (const CLI::OptionNotFound&) {
-    bench = app.add_subcommand("bench", "benchmarks");
-    bench->require_subcommand(1);
-  }
+  CLI::App* bench = bench_command(app);
   CLI::App* cmd = bench->add_subcommand("step", "one timed GRPO optimizer step of a random model: tokens/s, MFU, memory");
   cmd->add_option("--shape", args->shape, "qwen3-4b (default; Qwen/Qwen3-4B config.json), then the overrides below");
   args->model.add_to(cmd);

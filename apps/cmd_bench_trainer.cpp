@@ -254,13 +254,7 @@ void add_bench_trainer_command(CLI::App& app) {
     bool json = false, no_reference = false, phases = false, same_malloc = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* bench = nullptr;  // shared with the other `bench` commands (whichever registers first creates it)
-  try {
-    bench = app.get_subcommand("bench");
-  } catch (const CLI::OptionNotFound&) {
-    bench = app.add_subcommand("bench", "benchmarks");
-    bench->require_subcommand(1);
-  }
+  CLI::App* bench = bench_command(app);
   CLI::App* cmd = bench->add_subcommand(
       "trainer", "optimizer-step tokens/s of trainer::grpo_update vs the same step in PyTorch-in-Python");
   cmd->add_option("--models", args->models, "comma-separated: tiny (the run config's model), medium (~34M)");

@@ -45,6 +45,16 @@ void print_line(const std::string& line) {
 
 void set_action(std::function<int()> action) { g_action = std::move(action); }
 
+CLI::App* bench_command(CLI::App& app) {
+  try {
+    return app.get_subcommand("bench");
+  } catch (const CLI::OptionNotFound&) {
+    CLI::App* bench = app.add_subcommand("bench", "benchmarks");
+    bench->require_subcommand(1);
+    return bench;
+  }
+}
+
 int run_selected(CLI::App& app) {
   if (!g_action) {
     std::fprintf(stderr, "%s", app.help().c_str());

@@ -20,6 +20,10 @@ void add_score_command(CLI::App& app);     // score (apps/cmd_score.cpp)
 void add_bench_sampler_command(CLI::App& app);  // bench sampler (apps/cmd_bench_sampler.cpp)
 void add_bench_trainer_command(CLI::App& app);  // bench trainer (apps/cmd_bench_trainer.cpp)
 void add_bench_step_command(CLI::App& app);  // bench step (apps/cmd_bench_step.cpp)
+void add_bench_turns_command(CLI::App& app);  // bench turns (apps/cmd_bench_turns.cpp)
+
+/// The `bench` subcommand shared by the add_bench_* functions: found, or created by the first caller.
+CLI::App* bench_command(CLI::App& app);
 
 /// Sets the action of the parsed subcommand (called from the subcommands' callbacks).
 void set_action(std::function<int()> action);

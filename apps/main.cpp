@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   spade::apps::add_bench_sampler_command(app);
   spade::apps::add_bench_trainer_command(app);
   spade::apps::add_bench_step_command(app);
+  spade::apps::add_bench_turns_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -170,8 +170,14 @@ SPADE_INLINE void attend_impl(const float* q, const float* k, const float* v, co
                               int64_t S, float scale, float* scores, float* out) {
   constexpr int64_t W = Lanes<V>::W;
   const int64_t dv = d - d % W;  // vectorised part of each row
+  // Leading padding (a short row left-padded in a batch of longer ones) is skipped outright: its
+  // probabilities are exactly 0, so the cost follows the row's own length, not the batch's.
+  int64_t first = 0;
+  if (mask)
+    while (first + 1 < S && !mask[first]) ++first;
+  for (int64_t r = 0; r < g; ++r) std::fill(scores + r * S, scores + r * S + first, 0.0f);
   // 1. scores[r, t] = scale * q_r . k_t: each key row is read once for all g query rows.
-  for (int64_t t = 0; t < S; ++t) {
+  for (int64_t t = first; t < S; ++t) {
     const float* kt = k + t * d;
     for (int64_t r = 0; r < g; ++r) {
       const float* qr = q + r * d;
@@ -186,14 +192,14 @@ SPADE_INLINE void attend_impl(const float* q, const float* k, const float* v, co
   for (int64_t r = 0; r < g; ++r) {
     float* s = scores + r * S;
     if (mask)
-      for (int64_t t = 0; t + 1 < S; ++t)
+      for (int64_t t = first; t + 1 < S; ++t)
         if (!mask[t]) s[t] = -std::numeric_limits<float>::infinity();
-    softmax_impl<V>(s, S);
+    softmax_impl<V>(s + first, S - first);
   }
   // 3. out[r] = sum_t p[r, t] v_t: each value row is read once for all g rows (axpy form, no
   // horizontal sums); slots of probability 0 (masked) are skipped.
   std::fill(out, out + g * d, 0.0f);
-  for (int64_t t = 0; t < S; ++t) {
+  for (int64_t t = first; t < S; ++t) {
     const float* vt = v + t * d;
     for (int64_t r = 0; r < g; ++r) {
       const float p = scores[r * S + t];

@@ -32,7 +32,8 @@ namespace spade::policy::cpu {
 /// Numerics: HF's fp32 softmax (max-subtracted) and products, up to summation order, exp_f32's exp
 /// (<= ~1 ulp from std::exp), probabilities below 2^-126 flushed to 0, and slots of probability 0
 /// skipped in the P.V sum (so a NaN or inf in a masked slot's value does not reach the output, where
-/// a dense product would give 0 * NaN = NaN). Threads: none (callers split pairs across threads).
+/// a dense product would give 0 * NaN = NaN). Leading masked slots are not read at all (their
+/// probability is set to 0): a row left-padded in a batch of longer rows costs O(its own length). Threads: none (callers split pairs across threads).
 void attend_group(const float* q, const float* k, const float* v, const bool* mask, int64_t g, int64_t d,
                   int64_t S, float scale, float* scores, float* out);
 

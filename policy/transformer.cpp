@@ -120,6 +120,29 @@ void KVCache::append_rows(const KVCache& other) {
   touch();
 }
 
+void KVCache::write_row(int64_t row, const KVCache& src, int64_t src_row, int64_t offset) {
+  const int64_t n = src.length();
+  if (src.k_.size() != k_.size() || k_.empty())
+    throw spade::Error("KVCache::write_row: caches differ in layers (" + std::to_string(k_.size()) + " vs " +
+                       std::to_string(src.k_.size()) + ")");
+  if (row < 0 || row >= batch_size() || src_row < 0 || src_row >= src.batch_size())
+    throw spade::Error("KVCache::write_row: row " + std::to_string(row) + " of " + std::to_string(batch_size()) +
+                       " or source row " + std::to_string(src_row) + " of " + std::to_string(src.batch_size()) +
+                       " out of range");
+  if (offset < 0 || offset + n > length())
+    throw spade::Error("KVCache::write_row: " + std::to_string(n) + " columns at offset " + std::to_string(offset) +
+                       " do not fit in " + std::to_string(length()));
+  for (size_t l = 0; l < k_.size(); ++l) {
+    for (auto [buf, sb] : {std::make_pair(&k_[l], &src.k_[l]), std::make_pair(&v_[l], &src.v_[l])}) {
+      if (buf->size(1) != sb->size(1) || buf->size(3) != sb->size(3) || buf->scalar_type() != sb->scalar_type())
+        throw spade::Error("KVCache::write_row: layer " + std::to_string(l) + " differs in kv heads, head_dim or dtype");
+      torch::Tensor dst = buf->select(0, row);  // [kv_heads, capacity, head_dim]
+      dst.narrow(1, 0, offset).zero_();
+      dst.narrow(1, offset, n).copy_(sb->select(0, src_row).narrow(1, 0, n));
+    }
+  }
+}
+
 void KVCache::clear() {
   k_.clear();
   v_.clear();

@@ -71,6 +71,14 @@ struct KVCache {
   /// An empty cache simply takes `other`'s contents. Throws spade::Error on a length mismatch.
   void append_rows(const KVCache& other);
 
+  /// Overwrites row `row` in place with row `src_row` of `src` right-aligned at column `offset`:
+  /// columns [offset, offset + src.length()) get src's keys/values, columns [0, offset) become zero
+  /// padding (the caller masks them out). The storage is not replaced (storage_version() is kept), so
+  /// a finished sequence's slot is reused without copying the other rows (continuous batching).
+  /// Throws spade::Error if the caches differ in layers, kv heads, head_dim or dtype, a row is out of
+  /// range, or offset + src.length() exceeds length().
+  void write_row(int64_t row, const KVCache& src, int64_t src_row, int64_t offset);
+
   /// Empties the cache (frees its storage).
   void clear();
 

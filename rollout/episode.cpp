@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "common/error.h"
 #include "reward/designer_reward.h"
@@ -16,7 +17,6 @@ namespace {
 struct LiveEpisode {
   size_t index;                              // into specs/results
   std::unique_ptr<envsandbox::Game> game;
-  bool done = false;
   size_t seq = 0;                            // its sequence in the GenerationSession
 };
 
@@ -24,7 +24,7 @@ struct LiveEpisode {
 
 std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer& server,
                                          const std::vector<EpisodeSpec>& specs,
-                                         const EpisodeOptions& options, uint64_t seed) {
+                                         const EpisodeOptions& options, uint64_t seed, SamplerStats* stats) {
   std::vector<EpisodeResult> results(specs.size());
   std::vector<LiveEpisode> live;
   GenerationSession session(policy.model);  // per-episode KV caches, kept across turns
@@ -52,93 +52,70 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
     r.sample.append_context(policy.chat.render(
         {{"system", agent_system_prompt()}, {"user", agent_first_turn(*obs, spec.hint)}},
         /*add_generation_prompt=*/true));
-    const size_t seq = options.persistent_kv_cache ? session.add_sequence(r.sample.tokens) : 0;
-    live.push_back({i, std::move(game), false, seq});
+    live.push_back({i, std::move(game), session.add_sequence(r.sample.tokens)});
   }
-  auto finish = [&](LiveEpisode& e) {
-    e.done = true;
-    if (options.persistent_kv_cache) session.release(e.seq);
+  auto finish = [&](LiveEpisode& e) { session.release(e.seq); };
+  SamplingParams params = options.sampling;
+  params.stop_token_ids = {policy.chat.eos_id()};
+
+  // Turn `turn` of episode e, or nullopt when the episode ends before it: the turn limit (truncated),
+  // full context (truncated) or a per-turn budget min(cap, context_left - reserve) (reference §3) that
+  // leaves nothing to sample.
+  auto next_turn = [&](LiveEpisode& e, int turn) -> std::optional<GenerationSession::TurnRequest> {
+    EpisodeResult& r = results[e.index];
+    const int context_left = options.context_tokens - static_cast<int>(r.sample.tokens.size());
+    const int cap = std::min(options.sampling.max_new_tokens, context_left - options.reserve_tokens);
+    if (turn >= options.max_turns || context_left <= options.reserve_tokens || cap < 1) {
+      r.truncated = true;
+      finish(e);
+      return std::nullopt;
+    }
+    if (!options.persistent_kv_cache) session.drop_cache(e.seq);  // reference path: re-prefill it all
+    return GenerationSession::TurnRequest{e.seq, cap, sampling_stream(seed + static_cast<uint64_t>(turn) * 1000003ULL, e.index)};
   };
 
-  // 2. Turns: decode all live histories together, then step each environment.
-  for (int turn = 0; turn < options.max_turns; ++turn) {
-    std::vector<LiveEpisode*> active;
-    std::vector<int> caps;  // per-episode budget: min(cap, context_left - reserve) (reference §3)
-    for (LiveEpisode& e : live) {
-      if (e.done) continue;
-      EpisodeResult& r = results[e.index];
-      const int context_left = options.context_tokens - static_cast<int>(r.sample.tokens.size());
-      if (context_left <= options.reserve_tokens) {  // full context: end as truncated
-        r.truncated = true;
-        finish(e);
-        continue;
-      }
-      active.push_back(&e);
-      caps.push_back(std::min(options.sampling.max_new_tokens, context_left - options.reserve_tokens));
-    }
-    if (active.empty()) break;
-    SamplingParams params = options.sampling;
-    params.stop_token_ids = {policy.chat.eos_id()};
-    const uint64_t turn_seed = seed + static_cast<uint64_t>(turn) * 1000003ULL;
-    std::vector<GenerationResult> outs;
-    if (options.persistent_kv_cache) {
-      // Only the tokens appended since the last turn are prefilled; each episode stops at its own cap.
-      std::vector<size_t> ids;
-      for (LiveEpisode* e : active) ids.push_back(e->seq);
-      outs = session.generate(ids, params, turn_seed, options.max_batch, caps);
-    } else {
-      // Reference path: re-prefill every history; run to the largest cap and cut each to its own
-      // (the per-episode random streams make the cut identical to a per-episode cap).
-      std::vector<std::vector<int64_t>> prompts;
-      for (LiveEpisode* e : active) prompts.push_back(results[e->index].sample.tokens);
-      params.max_new_tokens = *std::max_element(caps.begin(), caps.end());
-      outs = generate(policy.model, prompts, params, turn_seed, options.max_batch);
-    }
-
-    for (size_t a = 0; a < active.size(); ++a) {
-      LiveEpisode& e = *active[a];
-      EpisodeResult& r = results[e.index];
-      GenerationResult& out = outs[a];
-      const int budget = caps[a];
-      if (static_cast<int>(out.tokens.size()) > budget) {  // over this episode's own budget
-        out.tokens.resize(budget);
-        out.logprobs.resize(budget);
-        out.finish_reason = "length";
-      }
-      r.sample.append_sampled(out.tokens, out.logprobs);
-      r.turns = turn + 1;
-      if (out.finish_reason != "stop") {  // no EOS: truncated, environment not stepped (reference §3)
-        r.truncated = true;
-        finish(e);
-        continue;
-      }
-      std::vector<int64_t> text_ids(out.tokens.begin(), out.tokens.end() - 1);  // drop EOS
-      const std::string response = policy.tokenizer.decode(text_ids);
-      const std::string action = parse_action(response);
-      r.actions.push_back(action);
-      envsandbox::GameStep step = e.game->step(action);
-      if (!step.failure.empty()) r.failure = step.failure;
-      if (step.terminated || step.truncated || !step.failure.empty()) {
-        r.terminated = step.terminated;
-        r.truncated = step.truncated;
-        r.reward = reward::episode_reward(step.terminated, step.reward);
-        finish(e);
-        continue;
-      }
-      // The observation answers a tool call as a `tool` turn, else as a `user` turn; the chat template
-      // renders either in the checkpoint's format (policy/chat_template.h: role mapping).
-      const std::vector<int64_t> obs_ids = policy.chat.ids_for_turn(has_tool_call(response) ? "tool" : "user", step.obs);
-      r.sample.append_context(obs_ids);
-      if (options.persistent_kv_cache) {
-        session.append(e.seq, obs_ids);
-        if (session.tokens(e.seq).size() != r.sample.tokens.size())
-          throw spade::Error("play_episodes: internal error: session history diverged from the sample");
-      }
-    }
-  }
+  // 2. Turns, continuously batched (GenerationSession::run_turns): when an episode's turn ends its
+  //    environment is stepped and its next turn queued at once, while the other episodes decode on.
+  std::vector<LiveEpisode*> by_seq(live.size());
+  std::vector<GenerationSession::TurnRequest> first;
   for (LiveEpisode& e : live) {
-    if (!e.done) results[e.index].truncated = true;  // turn limit
+    by_seq[e.seq] = &e;
+    if (auto t = next_turn(e, 0)) first.push_back(*t);
   }
+  auto on_turn_end = [&](const GenerationSession::TurnRequest& turn,
+                         GenerationResult&& out) -> std::optional<GenerationSession::TurnRequest> {
+    LiveEpisode& e = *by_seq[turn.id];
+    EpisodeResult& r = results[e.index];
+    r.sample.append_sampled(out.tokens, out.logprobs);
+    ++r.turns;
+    if (out.finish_reason != "stop") {  // no EOS: truncated, environment not stepped (reference §3)
+      r.truncated = true;
+      finish(e);
+      return std::nullopt;
+    }
+    std::vector<int64_t> text_ids(out.tokens.begin(), out.tokens.end() - 1);  // drop EOS
+    const std::string response = policy.tokenizer.decode(text_ids);
+    const std::string action = parse_action(response);
+    r.actions.push_back(action);
+    envsandbox::GameStep step = e.game->step(action);
+    if (!step.failure.empty()) r.failure = step.failure;
+    if (step.terminated || step.truncated || !step.failure.empty()) {
+      r.terminated = step.terminated;
+      r.truncated = step.truncated;
+      r.reward = reward::episode_reward(step.terminated, step.reward);
+      finish(e);
+      return std::nullopt;
+    }
+    // The observation answers a tool call as a `tool` turn, else as a `user` turn; the chat template
+    // renders either in the checkpoint's format (policy/chat_template.h: role mapping).
+    const std::vector<int64_t> obs_ids = policy.chat.ids_for_turn(has_tool_call(response) ? "tool" : "user", step.obs);
+    r.sample.append_context(obs_ids);
+    session.append(e.seq, obs_ids);
+    if (session.tokens(e.seq).size() != r.sample.tokens.size())
+      throw spade::Error("play_episodes: internal error: session history diverged from the sample");
+    return next_turn(e, r.turns);
+  };
+  session.run_turns(first, params, options.max_batch, on_turn_end, stats);
   for (EpisodeResult& r : results) r.sample.reward = r.reward;
   return results;
 }

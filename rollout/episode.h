@@ -1,7 +1,8 @@
 // Multi-turn agent episodes: the policy plays environments in the sandbox, token-in/token-out.
-// Many episodes advance together: each turn, all live episodes are decoded in one batched call, then
-// every environment is stepped. Each episode's KV cache persists across its turns (a
-// GenerationSession): a turn prefills only the tokens appended since the previous one (the previous
+// Many episodes advance together and independently (GenerationSession::run_turns, continuous batching
+// across turns): when an episode's turn ends, its environment is stepped at once and its next turn is
+// queued for the next free slot while the other episodes go on decoding, so no episode waits for the
+// slowest turn of the others. Each episode's KV cache persists across its turns: a turn prefills only the tokens appended since the previous one (the previous
 // turn's end-of-turn token and the new observation), so a turn costs O(new tokens); the history is
 // never recomputed or re-tokenized. Prompts, observations and the stop token come from policy.chat in the
 // checkpoint's chat format (ChatML, Llama 3, Llama 2, Mistral: policy/chat_template.h); an observation
@@ -46,19 +47,24 @@ struct EpisodeOptions {
   int max_batch = 64;
   int max_turns_cap = 25;     // passed to the environment constructor (min(class default, cap))
   /// true: KV caches persist across turns (GenerationSession). false: every turn re-prefills each
-  /// episode's whole history through generate() (the reference behaviour, kept for equivalence
-  /// tests). Both sample the same tokens for the same seed; logprobs agree to ~1e-6.
+  /// episode's whole history (GenerationSession::drop_cache; the reference behaviour, kept for
+  /// equivalence tests). Both sample the same tokens for the same seed; logprobs agree to ~1e-6.
   bool persistent_kv_cache = true;
 };
 
 /// Plays every spec once. Environments that fail to load or reset produce a result with
 /// `failure` set and an empty sample. Reference §3 rules: a response without EOS ends the episode
 /// as truncated without stepping; full context ends it; turn limit ends it as truncated.
-/// `seed` makes sampling reproducible: turn k of the call samples with seed + k * 1000003 and the
-/// live episode at index a of that turn draws from stream a (see generate()).
+/// `seed` makes sampling reproducible: turn k of specs[i] draws from the stream
+/// sampling_stream(seed + k * 1000003, i) (rollout/sampler.h), so an episode samples the same tokens
+/// whatever else is played beside it and whatever max_batch is (logprobs equal up to summation order).
 /// Each result's sample.temperature is the logprob temperature (sampling temperature, 1 if greedy).
+/// `stats`, if given, receives the sampler's totals for the call (SamplerStats: rounds, peaks).
+/// Throws what the sampler or the tokenizer throws (an environment's failure ends its episode, not
+/// the call).
 std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer& server,
                                          const std::vector<EpisodeSpec>& specs,
-                                         const EpisodeOptions& options, uint64_t seed);
+                                         const EpisodeOptions& options, uint64_t seed,
+                                         SamplerStats* stats = nullptr);
 
 }  // namespace spade::rollout

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <exception>
+#include <optional>
 #include <unordered_set>
 
 #include "common/error.h"
@@ -20,6 +22,8 @@ struct GenerationSession::Sequence {
   int64_t cached = 0;
   policy::KVCache cache;
   bool released = false;
+  bool in_turn = false;  // a turn of it is queued or running in the sampler
+  bool broken = false;   // it was in a turn when the sampler threw: its cache is lost (release it)
 };
 
 namespace {
@@ -36,10 +40,21 @@ struct Rng {
   }
 };
 
-struct Row {
-  size_t index;           // position in the call's list (results order, random stream)
+/// One turn of one sequence waiting for a slot: prefill seq's pending tokens, then sample up to cap
+/// tokens from the random stream `stream`. `tag` is the caller's (result index or sequence id).
+struct Request {
   Sequence* seq;
-  int cap;                // max new tokens of this row
+  int cap;          // max new tokens, >= 1
+  uint64_t stream;  // seed of the row's random stream (sampling_stream())
+  size_t tag;
+};
+
+/// Called when a request's turn ends, with its result (and, when `keep`, the sequence's K/V parked
+/// back in seq->cache); returns the sequence's next turn, if any, which joins the queue.
+using FinishFn = std::function<std::optional<Request>(const Request&, GenerationResult&&)>;
+
+struct Row {
+  Request req;
   int64_t reserve;        // tokens reserved under max_tokens_in_flight: KV length at admission + cap
   int64_t next_position;  // RoPE position of the next token to feed
   Rng rng;
@@ -249,34 +264,60 @@ void validate(const SamplingParams& params, int max_batch) {
                        std::to_string(params.max_tokens_in_flight));
 }
 
-/// The sampler proper: one turn for `seqs` (index a = result index and random stream a). Pending
-/// tokens of each sequence are prefilled on top of its cached K/V; sampled tokens are appended to
-/// seq->tokens when `keep` (then finished rows park their real K/V columns back in seq->cache).
-/// Adds every real token fed through the model to *forwarded; fills *stats when given.
-std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<Sequence*>& seqs,
-                                  const SamplingParams& params, uint64_t seed, int max_batch,
-                                  const std::vector<int>& caps, bool keep, int64_t* forwarded, SamplerStats* stats) {
+/// Restores the model's training mode when the sampler returns or throws.
+struct EvalModeGuard {
+  policy::Transformer& model;
+  bool was_training;
+  explicit EvalModeGuard(policy::Transformer& m) : model(m), was_training(m->is_training()) { model->eval(); }
+  ~EvalModeGuard() {
+    if (was_training) model->train();
+  }
+};
+
+/// The sampler proper: runs `requests` and every follow-up turn `finish` returns until none is left.
+/// Pending tokens of each sequence are prefilled on top of its cached K/V; sampled tokens are appended
+/// to seq->tokens when `keep` (then finished rows park their real K/V columns back in seq->cache).
+/// A sequence may have at most one request queued or running. Adds every real token fed through the
+/// model to *forwarded; fills *stats when given.
+void run(policy::Transformer& model, const std::vector<Request>& requests, const SamplingParams& params,
+         int max_batch, bool keep, int64_t* forwarded, SamplerStats* stats, const FinishFn& finish) {
   validate(params, max_batch);
   SamplerStats local_stats;
   SamplerStats& st = stats ? *stats : local_stats;
   st = SamplerStats{};
-  std::vector<GenerationResult> results(seqs.size());
-  std::deque<size_t> queue;
-  for (size_t a = 0; a < seqs.size(); ++a) {
-    const int cap = caps.empty() ? params.max_new_tokens : caps[a];
-    if (cap <= 0) {
-      results[a].finish_reason = "length";
-      continue;
+  std::deque<Request> queue;
+  std::vector<Sequence*> entered;  // every sequence queued by this call (in_turn marks the live ones)
+  // If anything throws, the sequences with a turn queued or running have lost their K/V (it lived in
+  // the batch): mark them broken, so that a later turn cannot treat zeros as their history.
+  struct Unwind {
+    std::vector<Sequence*>& entered;
+    int exceptions = std::uncaught_exceptions();
+    ~Unwind() {
+      if (std::uncaught_exceptions() == exceptions) return;
+      for (Sequence* s : entered)
+        if (s->in_turn) {
+          s->in_turn = false;
+          s->broken = true;
+          s->cache.clear();
+          s->cached = 0;
+        }
     }
-    if (static_cast<int64_t>(seqs[a]->tokens.size()) <= seqs[a]->cached)
-      throw spade::Error("generate: sequence " + std::to_string(a) + " has no new tokens to condition on");
-    queue.push_back(a);
-  }
-  if (queue.empty()) return results;
+  } unwind{entered};
+  auto enqueue = [&](const Request& q) {
+    if (q.cap < 1) throw spade::Error("generate: a turn needs max_new_tokens >= 1, not " + std::to_string(q.cap));
+    if (q.seq->in_turn)
+      throw spade::Error("generate: sequence " + std::to_string(q.tag) + " already has a turn queued or running");
+    if (static_cast<int64_t>(q.seq->tokens.size()) <= q.seq->cached)
+      throw spade::Error("generate: sequence " + std::to_string(q.tag) + " has no new tokens to condition on");
+    q.seq->in_turn = true;
+    entered.push_back(q.seq);
+    queue.push_back(q);
+  };
+  for (const Request& q : requests) enqueue(q);
+  if (queue.empty()) return;
 
   torch::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
+  EvalModeGuard eval_mode(model);
   const torch::Device device = model->parameters().front().device();
   if (params.backend == SamplingParams::Backend::kHost && !device.is_cpu())
     throw spade::Error("generate: SamplingParams::Backend::kHost needs CPU logits; the model is on " + device.str());
@@ -304,32 +345,68 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
     for (const Row& row : rows) in_flight += row.next_position;
     st.peak_tokens_in_flight = std::max(st.peak_tokens_in_flight, in_flight);
     st.peak_rows = std::max(st.peak_rows, static_cast<int>(rows.size()));
+    st.peak_columns = std::max(st.peak_columns, cache.length());
+  };
+
+  // Drops the padding columns every row has in front if there are at least `min_columns` of them.
+  auto trim_front = [&](int64_t min_columns) {
+    auto any = key_mask.any(0).to(torch::kCPU).contiguous();
+    const bool* a = any.data_ptr<bool>();
+    int64_t common = 0;
+    while (common < any.size(0) && !a[common]) ++common;
+    if (common >= min_columns) {
+      cache.drop_front(common);
+      key_mask = key_mask.narrow(1, common, key_mask.size(1) - common).contiguous();
+    }
+    padded = !key_mask.all().item<bool>();
+  };
+  // Drops every row not in `keep_rows` (ascending) from the batch, and from `also` ([B, ...] on the
+  // device) when given, then trims the padding columns every remaining row has in front.
+  auto compact = [&](const std::vector<int64_t>& keep_rows, torch::Tensor* also) {
+    std::vector<Row> kept;
+    for (int64_t r : keep_rows) kept.push_back(std::move(rows[r]));
+    rows = std::move(kept);
+    if (rows.empty()) {
+      cache.clear();
+      return;
+    }
+    auto sel = torch::tensor(keep_rows, i64).to(device);
+    cache.select_rows(sel);
+    key_mask = key_mask.index_select(0, sel);
+    if (also) *also = also->index_select(0, sel);
+    trim_front(1);
   };
 
   while (!queue.empty() || !rows.empty()) {
     // 1. Admit queued sequences into free slots (within the prefill budget): stack their cached K/V
     //    right-aligned to the longest, prefill their pending tokens left-padded to the longest (the
-    //    padding sits between history and new tokens; the key mask hides it), then align the group
-    //    with the running batch by left-padding the shorter and stack the rows. With a budget of
-    //    tokens in flight, the head of the queue waits (FIFO) until the rows' reservations leave room
-    //    for its own (history + pending + cap); with an empty batch it is admitted regardless.
-    std::vector<size_t> idx;
+    //    padding sits between history and new tokens; the key mask hides it). A new row that fits in
+    //    the running batch's columns takes a finished row's slot in place (KVCache::write_row: no other
+    //    row is copied); the rest join at the end after aligning the group with the running batch by
+    //    left-padding the shorter. With a budget of tokens in flight, the head of the queue waits (FIFO)
+    //    until the rows' reservations leave room for its own (history + pending + cap); with an empty
+    //    batch it is admitted regardless.
+    std::vector<Request> idx;
     int64_t H = 0, T = 0;
-    if (!queue.empty() && static_cast<int>(rows.size()) < max_batch) {
+    std::vector<int64_t> free_slots;  // finished rows still in the batch
+    for (size_t r = 0; r < rows.size(); ++r)
+      if (rows[r].done) free_slots.push_back(r);
+    const size_t running = rows.size() - free_slots.size();
+    if (!queue.empty() && running < static_cast<size_t>(max_batch)) {
       int64_t reserved = 0;
-      for (const Row& row : rows) reserved += row.reserve;
-      while (!queue.empty() && rows.size() + idx.size() < static_cast<size_t>(max_batch)) {
-        const size_t a = queue.front();
-        const Sequence& s = *seqs[a];
+      for (const Row& row : rows) reserved += row.done ? 0 : row.reserve;
+      while (!queue.empty() && running + idx.size() < static_cast<size_t>(max_batch)) {
+        const Request& q = queue.front();
+        const Sequence& s = *q.seq;
         const int64_t h = std::max(H, s.cached);
         const int64_t t = std::max<int64_t>(T, s.tokens.size() - s.cached);
         if (!idx.empty() && static_cast<int64_t>(idx.size() + 1) * (h + t) > params.max_prefill_tokens) break;
-        const int64_t need = static_cast<int64_t>(s.tokens.size()) + (caps.empty() ? params.max_new_tokens : caps[a]);
-        if (budget > 0 && reserved + need > budget && !(rows.empty() && idx.empty())) break;
+        const int64_t need = static_cast<int64_t>(s.tokens.size()) + q.cap;
+        if (budget > 0 && reserved + need > budget && !(running == 0 && idx.empty())) break;
         reserved += need;
         H = h;
         T = t;
-        idx.push_back(a);
+        idx.push_back(q);
         queue.pop_front();
       }
     }
@@ -340,7 +417,7 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
       auto mask = torch::zeros({n, H + T}, torch::kBool);
       std::vector<const policy::KVCache*> parts;
       for (int64_t r = 0; r < n; ++r) {
-        Sequence& s = *seqs[idx[r]];
+        Sequence& s = *idx[r].seq;
         const int64_t h = s.cached, L = static_cast<int64_t>(s.tokens.size()) - h, off = T - L;
         ids[r].narrow(0, off, L).copy_(torch::tensor(std::vector<int64_t>(s.tokens.begin() + h, s.tokens.end()), i64));
         pos[r].narrow(0, off, L).copy_(torch::arange(h, h + L, i64));
@@ -350,44 +427,83 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
         *forwarded += L;
       }
       policy::KVCache fresh = policy::KVCache::stack(parts, H);
-      for (size_t a : idx) {  // the group cache now holds these rows
-        seqs[a]->cache.clear();
-        seqs[a]->cached = seqs[a]->tokens.size();
+      std::vector<Row> joining;
+      for (const Request& q : idx) {  // the group cache now holds these rows
+        q.seq->cache.clear();
+        q.seq->cached = q.seq->tokens.size();
+        const int64_t len = static_cast<int64_t>(q.seq->tokens.size());
+        joining.push_back(Row{q, len + q.cap, len, Rng{q.stream}, {}});
       }
       mask = mask.to(device);
       auto hidden = model->forward(ids.to(device), pos.to(device), &fresh, mask);
       auto logits = model->next_token_logits(hidden.select(1, T - 1));  // [n, V]
       const int64_t P = H + T;
-      if (!rows.empty()) {
-        const int64_t S = cache.length();
-        if (S > P) {
-          fresh.left_pad(S - P);
-          mask = torch::cat({torch::zeros({n, S - P}, mask.options()), mask}, 1);
-        } else if (P > S) {
-          cache.left_pad(P - S);
-          key_mask = torch::cat({torch::zeros({key_mask.size(0), P - S}, key_mask.options()), key_mask}, 1);
-        }
-        cache.append_rows(fresh);
-        key_mask = torch::cat({key_mask, mask}, 0);
-        next_logits = torch::cat({next_logits, logits}, 0);
-      } else {
+      if (rows.empty()) {
         cache = std::move(fresh);
         key_mask = mask;
         next_logits = logits;
+        rows = std::move(joining);
+      } else {
+        const int64_t S = cache.length();
+        std::vector<int64_t> rest;  // group rows that join at the end of the batch
+        size_t reused = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          if (P > S || reused == free_slots.size()) {
+            rest.push_back(j);
+            continue;
+          }
+          const int64_t f = free_slots[reused++];
+          cache.write_row(f, fresh, j, S - P);
+          key_mask[f].zero_();
+          key_mask[f].narrow(0, S - P, P).copy_(mask[j]);
+          next_logits[f].copy_(logits[j]);
+          rows[f] = std::move(joining[j]);
+          ++st.reused_slots;
+        }
+        if (!rest.empty()) {
+          if (static_cast<int64_t>(rest.size()) < n) {
+            auto sel = torch::tensor(rest, i64).to(device);
+            fresh.select_rows(sel);
+            mask = mask.index_select(0, sel);
+            logits = logits.index_select(0, sel);
+          }
+          const int64_t m = rest.size();
+          if (S > P) {
+            fresh.left_pad(S - P);
+            mask = torch::cat({torch::zeros({m, S - P}, mask.options()), mask}, 1);
+          } else if (P > S) {
+            cache.left_pad(P - S);
+            key_mask = torch::cat({torch::zeros({key_mask.size(0), P - S}, key_mask.options()), key_mask}, 1);
+          }
+          cache.append_rows(fresh);
+          key_mask = torch::cat({key_mask, mask}, 0);
+          next_logits = torch::cat({next_logits, logits}, 0);
+          for (int64_t j : rest) rows.push_back(std::move(joining[j]));
+        }
+        // Finished rows no new row took: dropped now (with a decode graph kept as in step 3, unless new
+        // rows were appended: the storage is new anyway, and the batch must not exceed max_batch).
+        if (reused < free_slots.size() && (!graph || !rest.empty())) {
+          std::vector<int64_t> live;
+          for (size_t r = 0; r < rows.size(); ++r)
+            if (!rows[r].done) live.push_back(r);
+          compact(live, &next_logits);
+        } else if (reused > 0) {
+          // Rows written in place sit behind padding; when the longest row has left, every row has
+          // padding in front that no compaction trims while the queue keeps the slots busy. Trim it
+          // once it is a quarter of the columns (or 64), so the cache stays within ~4/3 of the longest
+          // row and the copy (and a graph's re-capture) is amortised.
+          trim_front(std::max<int64_t>(64, cache.length() / 4));
+        }
       }
       padded = !key_mask.all().item<bool>();
-      for (size_t a : idx) {
-        const int cap = caps.empty() ? params.max_new_tokens : caps[a];
-        const int64_t len = static_cast<int64_t>(seqs[a]->tokens.size());
-        rows.push_back(Row{a, seqs[a], cap, len + cap, len, Rng{splitmix64(seed ^ splitmix64(a + 1))}, {}});
-      }
       ++st.prefills;
       st.peak_prefill_tokens = std::max(st.peak_prefill_tokens, n * P);
       record_forward();
     }
 
-    // 2. Choose the next token of every row (and its logprob).
+    // 2. Choose the next token of every row (and its logprob): one round.
     const int64_t B = rows.size();
+    ++st.rounds;
     std::vector<int64_t> chosen(B);
     std::vector<float> logprobs(B);
     if (host_draw) choose_on_host(next_logits, params, rows, chosen, logprobs);
@@ -401,7 +517,7 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
       GenerationResult& res = rows[r].result;
       res.tokens.push_back(chosen[r]);
       res.logprobs.push_back(logprobs[r]);
-      if (keep) rows[r].seq->tokens.push_back(chosen[r]);
+      if (keep) rows[r].req.seq->tokens.push_back(chosen[r]);
       if (stop.count(chosen[r])) {
         res.finish_reason = "stop";
       } else if (stop_window > 0) {
@@ -414,13 +530,13 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
             break;
           }
       }
-      if (res.finish_reason.empty() && static_cast<int>(res.tokens.size()) >= rows[r].cap) res.finish_reason = "length";
+      if (res.finish_reason.empty() && static_cast<int>(res.tokens.size()) >= rows[r].req.cap) res.finish_reason = "length";
       if (res.finish_reason.empty()) {
         keep_rows.push_back(r);
         continue;
       }
       if (keep) {  // park the row's real K/V columns (all its tokens but the last, not yet fed)
-        Sequence& s = *rows[r].seq;
+        Sequence& s = *rows[r].req.seq;
         auto cols = key_mask[r].nonzero().view({-1});
         s.cache = cache.gather_row(r, cols);
         s.cached = cols.size(0);
@@ -428,37 +544,22 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
           throw spade::Error("generate: internal error: cached " + std::to_string(s.cached) + " of " +
                              std::to_string(s.tokens.size()) + " tokens");
       }
-      results[rows[r].index] = std::move(rows[r].result);
       rows[r].done = true;
+      rows[r].req.seq->in_turn = false;
+      std::optional<Request> next = finish(rows[r].req, std::move(rows[r].result));
+      if (next) enqueue(*next);
     }
-    // Compaction drops finished rows. It replaces the cache's storage, which a decode graph must then
-    // capture anew (~ a few eager steps' time), so with a graph finished rows stay in the batch (decoded
-    // and ignored: rows do not interact) until a queued sequence needs a slot, a quarter of the batch
-    // has finished, or none is left; without one, or with a budget of tokens in flight (whose
-    // accounting assumes a finished row holds no KV), they go at once.
+    // Compaction drops finished rows. It copies every remaining row and replaces the cache's storage
+    // (which a decode graph must then capture anew, ~ a few eager steps' time). So when the queue has
+    // a sequence waiting, finished rows stay for one step (decoded and ignored: rows do not interact)
+    // and step 1 writes the new rows into their slots in place. With a graph they also stay until a
+    // quarter of the batch has finished. Without either, with a budget of tokens in flight (whose
+    // accounting assumes a finished row holds no KV), or when no row is left, they go at once.
     const int64_t finished = B - static_cast<int64_t>(keep_rows.size());
-    if (finished > 0 && (!graph || keep_rows.empty() || !queue.empty() || 4 * finished >= B || budget > 0)) {
-      std::vector<Row> kept;
-      for (int64_t r : keep_rows) kept.push_back(std::move(rows[r]));
-      rows = std::move(kept);
-      if (rows.empty()) {
-        cache.clear();
-        continue;
-      }
-      auto sel = torch::tensor(keep_rows, i64).to(device);
-      cache.select_rows(sel);
-      key_mask = key_mask.index_select(0, sel);
-      chosen_t = chosen_t.index_select(0, sel);
-      // Trim padding columns that every remaining row has in front.
-      auto any = key_mask.any(0).to(torch::kCPU).contiguous();
-      const bool* a = any.data_ptr<bool>();
-      int64_t common = 0;
-      while (common < any.size(0) && !a[common]) ++common;
-      if (common > 0) {
-        cache.drop_front(common);
-        key_mask = key_mask.narrow(1, common, key_mask.size(1) - common).contiguous();
-      }
-      padded = !key_mask.all().item<bool>();
+    const bool refill = !queue.empty() && budget == 0;
+    if (finished > 0 && (keep_rows.empty() || (!refill && (!graph || 4 * finished >= B || budget > 0)))) {
+      compact(keep_rows, &chosen_t);
+      if (rows.empty()) continue;
     }
 
     // 4. Decode one step for the remaining rows.
@@ -480,8 +581,6 @@ std::vector<GenerationResult> run(policy::Transformer& model, const std::vector<
     ++st.decode_steps;
     record_forward();
   }
-  if (was_training) model->train();
-  return results;
 }
 
 }  // namespace
@@ -492,6 +591,31 @@ SamplingParams::DecodeGraphMode parse_decode_graph_mode(const std::string& name,
   if (name == "on") return SamplingParams::DecodeGraphMode::kOn;
   throw spade::Error(where + ": decode graph mode must be auto, off or on, not '" + name + "'");
 }
+
+uint64_t sampling_stream(uint64_t seed, size_t index) { return splitmix64(seed ^ splitmix64(index + 1)); }
+
+namespace {
+/// One turn for each of `seqs` (request a: tag a, stream sampling_stream(seed, a), cap caps[a] or
+/// params.max_new_tokens); results in `seqs` order. A cap <= 0 gives an empty "length" result.
+std::vector<GenerationResult> one_turn_each(policy::Transformer& model, const std::vector<Sequence*>& seqs,
+                                            const SamplingParams& params, uint64_t seed, int max_batch,
+                                            const std::vector<int>& caps, bool keep, int64_t* forwarded,
+                                            SamplerStats* stats) {
+  std::vector<GenerationResult> results(seqs.size());
+  std::vector<Request> requests;
+  for (size_t a = 0; a < seqs.size(); ++a) {
+    const int cap = caps.empty() ? params.max_new_tokens : caps[a];
+    if (cap <= 0) results[a].finish_reason = "length";
+    else requests.push_back({seqs[a], cap, sampling_stream(seed, a), a});
+  }
+  run(model, requests, params, max_batch, keep, forwarded, stats,
+      [&](const Request& q, GenerationResult&& r) -> std::optional<Request> {
+        results[q.tag] = std::move(r);
+        return std::nullopt;
+      });
+  return results;
+}
+}  // namespace
 
 std::vector<GenerationResult> generate(policy::Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
                                        const SamplingParams& params, uint64_t seed, int max_batch,
@@ -506,7 +630,7 @@ std::vector<GenerationResult> generate(policy::Transformer& model, const std::ve
     ptrs.push_back(&seqs[i]);
   }
   int64_t forwarded = 0;
-  return run(model, ptrs, params, seed, max_batch, {}, /*keep=*/false, &forwarded, stats);
+  return one_turn_each(model, ptrs, params, seed, max_batch, {}, /*keep=*/false, &forwarded, stats);
 }
 
 GenerationSession::GenerationSession(policy::Transformer& model) : model_(model) {}
@@ -520,6 +644,20 @@ GenerationSession::Sequence& lookup(const std::vector<std::unique_ptr<Generation
                        std::to_string(id));
   return *seqs[id];
 }
+
+/// lookup() for an operation that changes the sequence or runs a turn of it: not while a turn of it is
+/// queued or running (from a run_turns() callback), nor after the sampler threw during its turn.
+GenerationSession::Sequence& lookup_idle(const std::vector<std::unique_ptr<GenerationSession::Sequence>>& seqs,
+                                         size_t id, const char* where) {
+  GenerationSession::Sequence& s = lookup(seqs, id, where);
+  if (s.in_turn)
+    throw spade::Error(std::string("GenerationSession::") + where + ": sequence " + std::to_string(id) +
+                       " has a turn queued or running");
+  if (s.broken)
+    throw spade::Error(std::string("GenerationSession::") + where + ": sequence " + std::to_string(id) +
+                       " was in a turn when the sampler threw; its cache is lost: release it");
+  return s;
+}
 }  // namespace
 
 size_t GenerationSession::add_sequence(const std::vector<int64_t>& prompt) {
@@ -530,7 +668,7 @@ size_t GenerationSession::add_sequence(const std::vector<int64_t>& prompt) {
 }
 
 void GenerationSession::append(size_t id, const std::vector<int64_t>& tokens) {
-  Sequence& s = lookup(seqs_, id, "append");
+  Sequence& s = lookup_idle(seqs_, id, "append");
   s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
 }
 
@@ -544,15 +682,40 @@ std::vector<GenerationResult> GenerationSession::generate(const std::vector<size
   std::vector<Sequence*> ptrs;
   std::unordered_set<size_t> seen;
   for (size_t id : ids) {
-    ptrs.push_back(&lookup(seqs_, id, "generate"));
+    ptrs.push_back(&lookup_idle(seqs_, id, "generate"));
     if (!seen.insert(id).second)
       throw spade::Error("GenerationSession::generate: sequence " + std::to_string(id) + " listed twice");
   }
-  return run(model_, ptrs, params, seed, max_batch, max_new_tokens, /*keep=*/true, &forwarded_, stats);
+  return one_turn_each(model_, ptrs, params, seed, max_batch, max_new_tokens, /*keep=*/true, &forwarded_, stats);
+}
+
+void GenerationSession::run_turns(const std::vector<TurnRequest>& first, const SamplingParams& params, int max_batch,
+                                  const TurnEnd& on_turn_end, SamplerStats* stats) {
+  auto request = [&](const TurnRequest& t) {
+    Sequence& s = lookup(seqs_, t.id, "run_turns");  // in_turn is checked when it is queued
+    if (s.broken) lookup_idle(seqs_, t.id, "run_turns");  // throws the broken error
+    return Request{&s, t.max_new_tokens, t.stream, t.id};
+  };
+  std::vector<Request> requests;
+  for (const TurnRequest& t : first) requests.push_back(request(t));
+  run(model_, requests, params, max_batch, /*keep=*/true, &forwarded_, stats,
+      [&](const Request& q, GenerationResult&& r) -> std::optional<Request> {
+        std::optional<TurnRequest> next = on_turn_end({q.tag, q.cap, q.stream}, std::move(r));
+        if (!next) return std::nullopt;
+        return request(*next);
+      });
+}
+
+void GenerationSession::drop_cache(size_t id) {
+  Sequence& s = lookup_idle(seqs_, id, "drop_cache");
+  s.cache.clear();
+  s.cached = 0;
 }
 
 void GenerationSession::release(size_t id) {
   Sequence& s = lookup(seqs_, id, "release");
+  if (s.in_turn)
+    throw spade::Error("GenerationSession::release: sequence " + std::to_string(id) + " has a turn queued or running");
   s.cache.clear();
   s.tokens.clear();
   s.tokens.shrink_to_fit();

@@ -3,16 +3,25 @@
 //
 // Batching: up to max_batch sequences decode together; sequences of different lengths are
 // left-padded (key mask false on padding, RoPE positions counting real tokens only). When a sequence
-// finishes its row is dropped and the next queued sequence is prefilled and joins the running batch
-// (continuous batching); padding that every row has in front is trimmed. Admission is further bounded
+// finishes, the next queued sequence is prefilled and joins the running batch (continuous batching):
+// written into the finished row's slot in place when it fits the batch's columns, else appended (and
+// the finished rows dropped). Padding that every row has in front is trimmed whenever rows are dropped,
+// and after in-place writes once it reaches max(64, a quarter of the columns), so the batch cache
+// stays within ~4/3 of its longest row + 64 columns. Admission is further bounded
 // by a prefill budget and an optional budget of tokens in flight (SamplingParams).
 //
-// Two entry points:
+// Entry points:
 //   generate()          one-shot: prompts in, continuations out; no state is kept.
 //   GenerationSession   multi-turn: each sequence's KV cache persists between calls, so a turn costs
 //                       O(new tokens): the tokens appended since the last call (an observation, and
 //                       the previous turn's last sampled token) are prefilled on top of the cached
 //                       history, which is never recomputed or re-tokenized (issue 4).
+//     ::generate()      one turn for a list of sequences (all of them finish before it returns).
+//     ::run_turns()     many turns of many sequences, continuously batched: when a sequence's turn
+//                       ends, a callback (e.g. stepping its environment) appends the next observation
+//                       and queues its next turn, which takes the next free slot while the other
+//                       sequences go on decoding (issue 4: "agent turns of many episodes" fill freed
+//                       slots); no turn waits for the slowest sequence of a round of turns.
 // Both run the same code, so a session turn samples exactly what generate() samples on the full
 // history with the same seed (equal tokens; logprobs equal up to fp32 summation order, ~1e-6).
 // Thread safety: reads the model's parameters only; do not train the model concurrently. A session
@@ -22,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -109,13 +119,24 @@ struct GenerationResult {
 /// or a decode step), the sum over the rows in the batch of their KV length (real tokens only).
 struct SamplerStats {
   int64_t peak_tokens_in_flight = 0;  // max over forwards of the tokens in flight
-  int peak_rows = 0;                  // max rows in the batch at one forward (finished rows whose removal
-                                      // is deferred on the decode-graph path included)
+  int peak_rows = 0;                  // max rows in the batch at one forward (finished rows kept for a step
+                                      // until a queued sequence takes their slot, or deferred on the
+                                      // decode-graph path, included)
   int prefills = 0;                   // admission prefills (groups of queued sequences prefilled together)
   int64_t peak_prefill_tokens = 0;    // max over prefills of rows x (cached + new) columns, the quantity
                                       // max_prefill_tokens bounds (exceeded only by a lone sequence)
   int64_t decode_steps = 0;           // one-token decode forwards
+  int64_t reused_slots = 0;           // admitted rows written in place into a finished row's slot
+  int64_t peak_columns = 0;           // max over forwards of the batch cache's columns (real + padding)
+  int64_t rounds = 0;                 // sampling rounds: every running row gets one token per round, so
+                                      // a sequence admitted with a free slot at round j samples its
+                                      // first token at round j (its prefill's logits)
 };
+
+/// The seed of the random stream generate() gives prompt `index` under `seed`: splitmix64(seed ^
+/// splitmix64(index + 1)) (common/splitmix64.h). A TurnRequest with this stream samples what that
+/// generate() call samples for that prompt (same history, params and cap), whatever runs beside it.
+uint64_t sampling_stream(uint64_t seed, size_t index);
 
 /// Samples one continuation per prompt; results are in prompt order.
 /// Filtering order as in HF generate: temperature, top-k, top-p, min-p, then a draw from the
@@ -151,7 +172,8 @@ class GenerationSession {
   /// Throws spade::Error if `prompt` is empty.
   size_t add_sequence(const std::vector<int64_t>& prompt);
 
-  /// Appends `tokens` (pending) to sequence `id`. Throws spade::Error for an unknown/released id.
+  /// Appends `tokens` (pending) to sequence `id`. Throws spade::Error for an unknown/released id, one
+  /// with a turn queued or running, or one whose turn the sampler lost to an exception.
   void append(size_t id, const std::vector<int64_t>& tokens);
 
   /// One turn: samples a continuation for each sequence in `ids` (distinct handles) and appends it
@@ -166,7 +188,43 @@ class GenerationSession {
                                          int max_batch = 32, const std::vector<int>& max_new_tokens = {},
                                          SamplerStats* stats = nullptr);
 
-  /// Frees sequence `id`'s cache and history; the handle becomes invalid.
+  /// One turn of one sequence for run_turns(): prefill its pending tokens, then sample up to
+  /// max_new_tokens (>= 1) tokens from the random stream `stream` (sampling_stream()).
+  struct TurnRequest {
+    size_t id;
+    int max_new_tokens;
+    uint64_t stream;
+  };
+  /// Called by run_turns() when a turn ends, with that turn's request and result (the sampled tokens
+  /// are already appended to the sequence and its K/V parked in its cache). It may append() to that
+  /// sequence (e.g. the observation its action produced) and returns the next turn to queue, of that or
+  /// any other sequence without a turn queued or running, or nullopt. It must not call generate() or
+  /// run_turns(), nor append to, drop_cache() or release() a sequence with a turn queued or running
+  /// (those throw spade::Error). An exception it throws leaves run_turns(); sequences that had a turn
+  /// queued or running have lost their cache and are then refused by every call but tokens(),
+  /// cached_tokens() and release() (same after an exception inside the sampler).
+  using TurnEnd = std::function<std::optional<TurnRequest>(const TurnRequest& turn, GenerationResult&& result)>;
+
+  /// Continuous batching across turns: runs the `first` turns and every turn on_turn_end queues,
+  /// until none is left. Up to max_batch rows decode together; a turn queued by on_turn_end waits in
+  /// the same FIFO queue as the rest and takes the next free slot (prefilling only its pending tokens
+  /// on top of its cache), so sequences advance independently: a sequence's next turn can start while
+  /// others are still mid-turn. Each turn's draws come from its own stream, so what a turn samples does
+  /// not depend on what shares the batch (equal tokens; logprobs equal up to summation order, ~1e-6).
+  /// Admission budgets as generate() (SamplingParams::max_prefill_tokens, max_tokens_in_flight, a
+  /// turn reserving its whole history + its cap). Throws spade::Error for an unknown id, a cap < 1, a
+  /// sequence with no pending tokens or with two turns queued at once, max_batch < 1 or invalid
+  /// parameters; rethrows what on_turn_end throws. `stats`, if given, is overwritten with the totals.
+  void run_turns(const std::vector<TurnRequest>& first, const SamplingParams& params, int max_batch,
+                 const TurnEnd& on_turn_end, SamplerStats* stats = nullptr);
+
+  /// Drops sequence `id`'s cached K/V (its history stays), so its next turn prefills the whole history:
+  /// the reference behaviour of re-prefilling every turn, kept for equivalence tests
+  /// (EpisodeOptions::persistent_kv_cache = false). Throws spade::Error as append().
+  void drop_cache(size_t id);
+
+  /// Frees sequence `id`'s cache and history; the handle becomes invalid. Throws spade::Error for an
+  /// unknown/released id or one with a turn queued or running.
   void release(size_t id);
 
   /// The full token history of `id` (prompt, sampled and appended tokens).

@@ -47,7 +47,8 @@ std::vector<double> naive_attention(const std::vector<float>& q, const std::vect
 }  // namespace
 
 // Query groups of 1-8 rows (GQA ratios of llama/qwen models), head dims with and without a scalar tail,
-// contexts from one slot up, with and without a padding mask (whose last slot is attended regardless).
+// contexts from one slot up, with and without a padding mask (whose last slot is attended regardless),
+// with padding in front (a short row in a batch of longer ones, which the kernel skips) and without.
 TEST(CpuAttention, MatchesDoublePrecisionDefinition) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<std::string> isas = cpu::testing::isa_variants();
@@ -57,7 +58,8 @@ TEST(CpuAttention, MatchesDoublePrecisionDefinition) {
   for (int64_t g : {1, 2, 3, 8})
     for (int64_t d : {8, 40, 64, 128})
       for (int64_t S : {1, 17, 300})
-        for (bool masked : {false, true}) {
+        for (int masking : {0, 1, 2}) {  // none | every third slot padded | leading padding too
+          const bool masked = masking > 0;
           std::vector<float> q(g * d), k(S * d), v(S * d), scores(g * S), out(g * d, -1.0f);
           for (float& x : q) x = 2.0f * normal(rng);  // wide score range: peaked and flat rows
           for (float& x : k) x = normal(rng);
@@ -65,7 +67,7 @@ TEST(CpuAttention, MatchesDoublePrecisionDefinition) {
           std::vector<char> mask;
           if (masked) {
             mask.resize(S);
-            for (int64_t t = 0; t < S; ++t) mask[t] = (t % 3 != 1);
+            for (int64_t t = 0; t < S; ++t) mask[t] = (t % 3 != 1) && (masking == 1 || t >= S / 2);
             mask[S - 1] = 0;  // the newest slot counts even when the mask says otherwise
           }
           std::unique_ptr<bool[]> mb(new bool[S]);
@@ -80,7 +82,7 @@ TEST(CpuAttention, MatchesDoublePrecisionDefinition) {
           const auto want = naive_attention(q, k, v, mask, g, d, S, scale);
           double worst = 0;
           for (int64_t i = 0; i < g * d; ++i) worst = std::max(worst, std::abs(out[i] - want[i]));
-          EXPECT_LT(worst, 2e-5) << isa << " g=" << g << " d=" << d << " S=" << S << " masked=" << masked;
+          EXPECT_LT(worst, 2e-5) << isa << " g=" << g << " d=" << d << " S=" << S << " masking=" << masking;
           // scores now holds each row's probabilities: masked slots exactly 0, rows summing to 1.
           for (int64_t r = 0; r < g; ++r) {
             double sum = 0;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 
+#include "common/error.h"
 #include "policy/transformer.h"
 
 using namespace spade::policy;
@@ -264,4 +265,44 @@ TEST(Bench, DISABLED_TrainForwardBackward) {
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("params %lld, threads %d: train fwd+bwd %.0f tokens/s (%.3f s per 8x512 step)\n",
               (long long)c.num_parameters(), at::get_num_threads(), iters * 8 * 512 / s, s / iters);
+}
+
+// KVCache::write_row (continuous batching reuses a finished row's slot in place): the target row gets
+// the source row right-aligned at the offset and zeros in front, every other row and the storage
+// (storage_version, which a captured decode graph depends on) are untouched; bad shapes are errors.
+TEST(KvCache, WriteRowReplacesOneRowInPlace) {
+  torch::NoGradGuard ng;
+  const auto layer = [](int64_t rows, int64_t cols, float base) {  // [rows, kv_heads 2, cols, head_dim 3]
+    return torch::arange(rows * 2 * cols * 3, torch::kFloat).view({rows, 2, cols, 3}) + base;
+  };
+  KVCache batch, src;
+  for (size_t l = 0; l < 2; ++l) {
+    batch.append(l, layer(3, 5, 1000.0f * l), layer(3, 5, 1000.0f * l + 500));
+    src.append(l, layer(2, 3, -100.0f * (l + 1)), layer(2, 3, -50.0f * (l + 1)));
+  }
+  KVCache before;
+  for (size_t l = 0; l < 2; ++l) {
+    auto [k, v] = batch.append(l, torch::zeros({3, 2, 0, 3}), torch::zeros({3, 2, 0, 3}));
+    before.append(l, k.clone(), v.clone());
+  }
+  const uint64_t version = batch.storage_version();
+  batch.write_row(1, src, 1, 2);  // source row 1 (3 columns) into row 1 at columns 2..4
+  EXPECT_EQ(batch.storage_version(), version);
+  EXPECT_EQ(batch.length(), 5);
+  for (size_t l = 0; l < 2; ++l) {
+    auto [k, v] = batch.append(l, torch::zeros({3, 2, 0, 3}), torch::zeros({3, 2, 0, 3}));
+    auto [bk, bv] = before.append(l, torch::zeros({3, 2, 0, 3}), torch::zeros({3, 2, 0, 3}));
+    auto [sk, sv] = src.append(l, torch::zeros({2, 2, 0, 3}), torch::zeros({2, 2, 0, 3}));
+    for (int64_t r : {0, 2}) {
+      EXPECT_TRUE(torch::equal(k[r], bk[r])) << "row " << r << " untouched";
+      EXPECT_TRUE(torch::equal(v[r], bv[r])) << "row " << r << " untouched";
+    }
+    EXPECT_TRUE(torch::equal(k[1].narrow(1, 2, 3), sk[1]));
+    EXPECT_TRUE(torch::equal(v[1].narrow(1, 2, 3), sv[1]));
+    EXPECT_EQ(k[1].narrow(1, 0, 2).abs().sum().item<float>(), 0.0f);
+    EXPECT_EQ(v[1].narrow(1, 0, 2).abs().sum().item<float>(), 0.0f);
+  }
+  EXPECT_THROW(batch.write_row(1, src, 0, 3), spade::Error);  // 3 columns at offset 3 overrun 5
+  EXPECT_THROW(batch.write_row(3, src, 0, 0), spade::Error);  // no row 3
+  EXPECT_THROW(batch.write_row(0, src, 2, 0), spade::Error);  // no source row 2
 }

@@ -79,18 +79,22 @@ TEST(Episode, BrokenEnvironmentIsAFailureNotACrash) {
 // the environment is stepped several times) plays the same episodes with the persistent cache and
 // with full re-prefill every turn (same seed): sampled tokens, masks and turns are equal and the
 // per-token logprobs agree within 1e-5; the rollout logprobs equal a teacher-forced recompute.
-TEST(Episode, PersistentKvCacheEqualsFullReprefillOverManyTurns) {
+namespace {
+
+// A tiny policy biased towards <|im_end|>, so turns end and the environment is stepped several times:
+// every embedding gets a constant first component, <|im_end|> a larger one, and the (tied) output
+// projection then favours <|im_end|> by ~h0 * 1.0 nats at every position.
+fixtures::TinyPolicy eos_biased_policy() {
   fixtures::TinyPolicy p = fixtures::make_tiny_policy(5);
-  {
-    // Every embedding gets a constant first component, <|im_end|> a larger one: the (tied) output
-    // projection then favours <|im_end|> by ~h0 * 1.0 nats at every position.
-    torch::NoGradGuard ng;
-    torch::Tensor e = p.model->named_parameters()["model.embed_tokens.weight"];
-    e.select(1, 0).fill_(1.0);
-    e[p.chat->eos_id()][0] = 2.0;
-  }
-  envsandbox::EnvServer server;
-  const std::string gcd = read_file(fixtures::seed_env_path("math/gcd.py"));
+  torch::NoGradGuard ng;
+  torch::Tensor e = p.model->named_parameters()["model.embed_tokens.weight"];
+  e.select(1, 0).fill_(1.0);
+  e[p.chat->eos_id()][0] = 2.0;
+  return p;
+}
+
+// Full-distribution sampling, 8 tokens per turn, 5 turns.
+rollout::EpisodeOptions multi_turn_options(int max_batch) {
   rollout::EpisodeOptions o;
   o.sampling.temperature = 1.0;
   o.sampling.top_k = 0;
@@ -98,7 +102,28 @@ TEST(Episode, PersistentKvCacheEqualsFullReprefillOverManyTurns) {
   o.sampling.max_new_tokens = 8;
   o.max_turns = 5;
   o.context_tokens = 2048;
-  o.max_batch = 2;  // continuous batching across episodes
+  o.max_batch = max_batch;
+  return o;
+}
+
+// The lengths of an episode's turns: the runs of loss-mask 1 (sampled tokens).
+std::vector<int> turn_lengths(const rollout::Sample& s) {
+  std::vector<int> runs;
+  for (size_t i = 0; i < s.loss_mask.size(); ++i) {
+    if (s.loss_mask[i] == 0) continue;
+    if (i == 0 || s.loss_mask[i - 1] == 0) runs.push_back(0);
+    ++runs.back();
+  }
+  return runs;
+}
+
+}  // namespace
+
+TEST(Episode, PersistentKvCacheEqualsFullReprefillOverManyTurns) {
+  fixtures::TinyPolicy p = eos_biased_policy();
+  envsandbox::EnvServer server;
+  const std::string gcd = read_file(fixtures::seed_env_path("math/gcd.py"));
+  rollout::EpisodeOptions o = multi_turn_options(2);  // continuous batching across episodes
   std::vector<rollout::EpisodeSpec> specs = {
       {"gcd", "math", gcd, 0, ""}, {"gcd", "math", gcd, 1, "hint"}, {"gcd", "math", gcd, 2, ""}};
   auto cached = rollout::play_episodes(p.ref(), server, specs, o, 7);
@@ -130,4 +155,53 @@ TEST(Episode, PersistentKvCacheEqualsFullReprefillOverManyTurns) {
       }
   }
   EXPECT_GE(turns, 6) << "the biased policy should play several turns per episode";
+}
+
+// Issue 4: episodes advance independently (GenerationSession::run_turns): an episode's next turn starts
+// as soon as its environment has answered, not when the slowest episode's turn of the same round ends.
+// Every running row gets one token per sampling round (SamplerStats::rounds) and a follow-up turn samples
+// its first token in the round after its previous turn ended, so with a slot for every episode the
+// call takes exactly max over episodes of its sampled tokens rounds. Turns in lockstep would take the
+// sum over turn numbers k of the longest k-th turn. With one slot (max_batch 1) the rows run one at a
+// time: the sum of all sampled tokens. Both schedules sample the same tokens (each turn of episode i
+// draws from stream (seed + k * 1000003, i)), although the wide one writes follow-up turns into
+// finished rows' slots in place (KVCache::write_row; SamplerStats::reused_slots) and the narrow one
+// never does.
+TEST(Episode, EpisodesAdvanceIndependentlyAndSampleTheSameAtAnyBatch) {
+  fixtures::TinyPolicy p = eos_biased_policy();
+  envsandbox::EnvServer server;
+  const std::string gcd = read_file(fixtures::seed_env_path("math/gcd.py"));
+  std::vector<rollout::EpisodeSpec> specs;
+  for (int i = 0; i < 5; ++i) specs.push_back({"gcd", "math", gcd, i, ""});
+  rollout::SamplerStats wide, narrow;
+  auto batched = rollout::play_episodes(p.ref(), server, specs, multi_turn_options(64), 11, &wide);
+  auto serial = rollout::play_episodes(p.ref(), server, specs, multi_turn_options(1), 11, &narrow);
+
+  int64_t longest = 0, total = 0, lockstep = 0;
+  std::vector<int> longest_kth;  // longest k-th turn over the episodes
+  for (size_t i = 0; i < specs.size(); ++i) {
+    ASSERT_TRUE(batched[i].failure.empty()) << batched[i].failure;
+    const std::vector<int> turns = turn_lengths(batched[i].sample);
+    ASSERT_EQ(static_cast<int>(turns.size()), batched[i].turns) << i;
+    int64_t sampled = 0;
+    for (size_t k = 0; k < turns.size(); ++k) {
+      sampled += turns[k];
+      if (longest_kth.size() <= k) longest_kth.push_back(0);
+      longest_kth[k] = std::max(longest_kth[k], turns[k]);
+    }
+    longest = std::max(longest, sampled);
+    total += sampled;
+
+    EXPECT_EQ(batched[i].sample.tokens, serial[i].sample.tokens) << i;
+    EXPECT_EQ(batched[i].actions, serial[i].actions) << i;
+    const auto &a = batched[i].sample.rollout_logprobs, &b = serial[i].sample.rollout_logprobs;
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t t = 0; t < a.size(); ++t) EXPECT_NEAR(a[t], b[t], 1e-5) << i << "," << t;
+  }
+  for (int l : longest_kth) lockstep += l;
+  EXPECT_EQ(wide.rounds, longest);
+  EXPECT_EQ(narrow.rounds, total);
+  EXPECT_EQ(wide.peak_rows, static_cast<int>(specs.size()));
+  EXPECT_GT(wide.reused_slots, 0) << "follow-up turns took finished rows' slots in place";
+  EXPECT_LT(wide.rounds, lockstep) << "the turns of this seed differ in length, so lockstep would wait";
 }
