@@ -27,6 +27,9 @@
 #                qwen3 saved in bf16), scored by `spade score` and by transformers
 #                (scripts/gpu/parity_transformers.py; tolerance 1e-3, bf16 compute 5% of the largest logit).
 #   sampler16_1  as sampler64 at batches 16 and 1 ("if time allows").
+#   turns        issue 4: `spade bench turns` on the qwen3-0.6b shape, 256 sequences x 4 turns, batch 64:
+#                episode turns continuously batched (rollout/episode.cpp) vs in lockstep, tokens/s and
+#                sampling rounds of both (about a minute).
 #   unittests    builds test_policy and test_rollout against the CUDA LibTorch and runs their ctest
 #                (policy.DecodeGraph.CudaGraphReplaysEqualEagerForwardOnTheGpu runs only there).
 # Without transformers on the machine, the transformers parts report SKIP with the reason (the plain-loop
@@ -128,7 +131,8 @@ if [[ $DRY == 1 ]]; then
   MB_TOKENS=256 NOCKPT_MB_TOKENS=128
   UNIT_REGEX=${UNIT_REGEX:-'^(policy\.(RmsNorm|Rope)|rollout\.Boxed)\.'}
   UNIT_TARGETS=${UNIT_TARGETS:-test_policy test_rollout}
-  ALL_PHASES=cuda_syntax,debs,trainer,sampler64,trainer_nockpt,parity,sampler16_1,unittests
+  TURNS_ARGS="--model tiny --sequences 8 --max-batch 4 --turns 2 --prompt 16 --observation 4 --max-new 16"
+  ALL_PHASES=cuda_syntax,debs,trainer,sampler64,trainer_nockpt,parity,sampler16_1,turns,unittests
 else
   MODE=gpu
   BUILD=${BUILD:-$ROOT/build-gpu}
@@ -142,7 +146,8 @@ else
   MB_TOKENS=8192 NOCKPT_MB_TOKENS=4096
   UNIT_REGEX=${UNIT_REGEX:-'^(policy|rollout)\.'}
   UNIT_TARGETS=${UNIT_TARGETS:-test_policy test_rollout}
-  ALL_PHASES=trainer,sampler64,trainer_nockpt,parity,sampler16_1,unittests
+  TURNS_ARGS="--model qwen3-0.6b --sequences 256 --max-batch 64"
+  ALL_PHASES=trainer,sampler64,trainer_nockpt,parity,sampler16_1,turns,unittests
 fi
 PY=$(command -v "$PY") || { echo "run_all.sh: no python at ${PYTHON:-python3}"; exit 1; }
 PHASES=${PHASES:-$ALL_PHASES}
@@ -153,7 +158,7 @@ CKPT=${TMPDIR:-/tmp}/spade_run_all_ckpt   # the bench's random checkpoints (dele
 mkdir -p "$BUILD" "$STATE" "$WORK"
 [[ $FRESH == 1 ]] && rm -f "$STATE"/*.pass
 SPADE=$BUILD/bin/spade
-export ROOT BUILD PY DEV GROUP DTYPE SMI MODELS GRAPH_MODES PROMPT NEW GROUP_SHAPE STEP_SHAPE MB_TOKENS NOCKPT_MB_TOKENS UNIT_REGEX UNIT_TARGETS SPADE CKPT DRY
+export ROOT BUILD PY DEV GROUP DTYPE SMI MODELS GRAPH_MODES PROMPT NEW GROUP_SHAPE STEP_SHAPE MB_TOKENS NOCKPT_MB_TOKENS UNIT_REGEX UNIT_TARGETS TURNS_ARGS SPADE CKPT DRY
 
 left() { echo $((BUDGET - (SECONDS - T0))); }
 summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
@@ -337,6 +342,25 @@ PYEOF
 phase_sampler64() { sampler_run "$1" "$BATCHES_FIRST"; }
 phase_sampler16_1() { sampler_run "$1" "$BATCHES_REST"; }
 
+# `spade bench turns`: the multi-turn schedules side by side (one JSON object on stdout).
+phase_turns() {
+  local dir=$1 rc=0
+  # shellcheck disable=SC2086  # TURNS_ARGS is a list of options
+  "$SPADE" bench turns $TURNS_ARGS --device "$DEV" --dtype "$DTYPE" > "$dir/turns.json" 2> "$dir/turns.err" || rc=$?
+  if [[ $rc != 0 ]]; then
+    echo "bench turns failed (rc $rc): $(tail -1 "$dir/turns.err")" > "$dir/result.txt"
+    return 1
+  fi
+  "$PY" - "$dir/turns.json" > "$dir/result.txt" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+l, c = d["lockstep"], d["continuous"]
+print(f"{d['model']} {d['sequences']} seqs x {d['turns']} turns, max_batch {d['max_batch']}: lockstep "
+      f"{l['tokens_per_s']:.0f} tok/s ({l['rounds']} rounds), continuous {c['tokens_per_s']:.0f} tok/s "
+      f"({c['rounds']} rounds), speedup {d['speedup']:.2f}x, same histories {d['same_histories']}/{d['sequences']}")
+PYEOF
+}
+
 phase_parity() {
   local dir=$1 rc=0
   "$PY" scripts/gpu/parity_transformers.py "$SPADE" > "$dir/parity.json" 2> "$dir/parity.err" || rc=$?
@@ -372,7 +396,7 @@ phase_unittests() {
   return $rc
 }
 export -f smi_start smi_peak phase_cuda_syntax phase_debs grpo_step phase_trainer phase_trainer_nockpt sampler_run phase_sampler64 phase_sampler16_1 \
-  phase_parity phase_unittests
+  phase_turns phase_parity phase_unittests
 export BATCHES_FIRST BATCHES_REST
 
 # run_phase NAME MIN_S MAX_S: skips a phase PASSed by an earlier call, or one there is no time left for.
@@ -441,6 +465,7 @@ run_phase sampler64 180 300
 run_phase trainer_nockpt 100 200
 run_phase parity 45 120
 run_phase sampler16_1 150 330
+run_phase turns 60 200
 run_phase unittests 200 560
 pack
 echo "== done in $((SECONDS - T0)) s; $OUT/summary.txt:"
