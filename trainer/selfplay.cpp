@@ -33,7 +33,9 @@ double seconds_since(Clock::time_point t0) {
 }
 
 // Reset seeds (reference §5: hinted plays reset with seed hash(path + i) mod 2^31; Python's hash is
-// salted, so we fix our own): FNV-1a, then splitmix64 (common/splitmix64.h). FNV-1a alone leaves the low bits
+// salted, so we fix our own). The key is the environment's id (its generation, slot and skill), not its
+// file path: a path holds the run or checkout directory, which made a run's outcomes depend on where
+// it was started from. Hash: FNV-1a, then splitmix64 (common/splitmix64.h). FNV-1a alone leaves the low bits
 // poorly mixed (the parity of "path:t:g" alternated with g, and one environment's seeds mod 3 took
 // only two values), which games that pick their instance by seed % n would show as identical plays.
 uint64_t fnv1a(const std::string& s) {
@@ -127,7 +129,7 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   for (const LiveEnv& env : live_)
     for (int g = 0; g < sp.plays_per_env; ++g)
       specs.push_back({env.id, env.skill, env.code,
-                       reset_seed(env.path + ":" + std::to_string(t) + ":" + std::to_string(g)), ""});
+                       reset_seed(env.id + ":" + std::to_string(t) + ":" + std::to_string(g)), ""});
   std::vector<rollout::EpisodeResult> plays =  // data parallel: split by environment, then all-gathered
       play_groups_split(*dist_, policy_, server_, specs, sp.plays_per_env, episode_options(config_), rng_());
   const double rollout_s = seconds_since(rollout_start);
@@ -504,7 +506,7 @@ void SelfPlay::play_hinted(std::map<std::string, double>& m) {
   for (const LiveEnv& env : live_) {
     if (env.hint.empty()) continue;  // failed hint: r_hint = 0
     for (int j = 0; j < sp.hint_plays; ++j)
-      hinted.push_back({env.id, env.skill, env.code, reset_seed(env.path + std::to_string(j)), env.hint});
+      hinted.push_back({env.id, env.skill, env.code, reset_seed(env.id + ":hint:" + std::to_string(j)), env.hint});
   }
   const uint64_t seed = rng_();
   std::vector<rollout::EpisodeResult> hinted_plays =  // data parallel: split by environment, then all-gathered
