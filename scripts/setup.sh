@@ -38,13 +38,10 @@ have_src() {
 }
 want_src=""
 if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-  want_src="$(awk 'BEGIN { RS = ""; FS = "\n" }
-    /(^|\n)Types:[^\n]*deb([ \t\n]|$)/ {
-      out = "Types: deb-src"
-      for (i = 1; i <= NF; i++)
-        if ($i ~ /^(URIs|Suites|Components|Signed-By):/) out = out "\n" $i
-      printf "%s%s\n", (n++ ? "\n" : ""), out
-    }' /etc/apt/sources.list.d/debian.sources)"
+  # shellcheck source=scripts/lib/debian_sources.sh
+  source "$(dirname "$0")/lib/debian_sources.sh"
+  want_src="$(debian_stanzas /etc/apt/sources.list.d/debian.sources \
+    | awk 'BEGIN { RS = ""; ORS = "\n\n" } { print "Types: deb-src\n" $0 }' || true)"
 elif [ -f /etc/apt/sources.list ]; then
   want_src="$(sed -n 's/^[[:space:]]*deb[[:space:]]/deb-src /p' /etc/apt/sources.list)"
   SRC_FILE=/etc/apt/sources.list.d/spade-src.list
