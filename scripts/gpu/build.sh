@@ -18,6 +18,20 @@
 #                                 LOGDIR/build.log (appended). Returns 0 on success, 124 when the build
 #                                 ran out of time (a later call continues incrementally), else non-zero;
 #                                 prints the log's tail on failure.
+#   spade_cuda_cmake_args NVCC ARCH [HOST_CXX]
+#                                 prints (one per line) the CMake arguments of a CUDA build, shared with
+#                                 scripts/check_torch2.sh --cuda: PyTorch's CMake package enables the CUDA
+#                                 language (Caffe2's public/cuda.cmake), so CMake needs NVCC; ARCH (e.g.
+#                                 9.0, the H200's compute capability) is set as TORCH_CUDA_ARCH_LIST and
+#                                 CMAKE_CUDA_ARCHITECTURES instead of PyTorch probing for a GPU (none in
+#                                 a check root); HOST_CXX: nvcc's host compiler (Debian 13's nvcc 12.4
+#                                 accepts GCC <= 13, its default GCC is 14).
+#   spade_check_cuda_build BUILD  returns non-zero, naming it, unless BUILD's compile commands contain each
+#                                 definition that switches on a CUDA-only part (USE_C10D_NCCL in
+#                                 trainer/distributed.cpp, SPADE_CUDA_GRAPHS in policy/decode_graph.cpp,
+#                                 SPADE_CUDA_ALLOCATOR_STATS in trainer/device_memory.cpp; CMake sets them
+#                                 when LibTorch has CUDA): a CUDA LibTorch that CMake did not recognise as one
+#                                 would otherwise build and pass with those parts silently left out.
 # Needs ROOT (the repository root) set by the caller.
 
 spade_build_env() {
@@ -36,8 +50,36 @@ spade_build_env() {
   else
     echo "spade_build_env: no gpu_debs/ (carry=[\"gpu_debs\"]): relying on the machine's own -dev packages"
   fi
-  [[ -x /usr/local/cuda/bin/nvcc ]] && SPADE_CMAKE_ARGS+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+  local arch=""
+  command -v nvidia-smi > /dev/null \
+    && arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 2> /dev/null | tr -d ' ')
+  if [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    local a
+    while IFS= read -r a; do SPADE_CMAKE_ARGS+=("$a"); done < <(spade_cuda_cmake_args /usr/local/cuda/bin/nvcc "${arch:-9.0}")
+  fi
   return 0
+}
+
+spade_cuda_cmake_args() {
+  local nvcc=$1 arch=$2 host=${3:-}
+  echo "-DCMAKE_CUDA_COMPILER=$nvcc"
+  echo "-DTORCH_CUDA_ARCH_LIST=$arch"
+  echo "-DCMAKE_CUDA_ARCHITECTURES=${arch//./}"
+  [[ -n $host ]] && echo "-DCMAKE_CUDA_HOST_COMPILER=$host"
+  return 0
+}
+
+spade_check_cuda_build() {
+  local build=$1 def missing=()
+  [[ -f $build/compile_commands.json ]] || { echo "spade_check_cuda_build: no $build/compile_commands.json"; return 1; }
+  for def in USE_C10D_NCCL SPADE_CUDA_GRAPHS SPADE_CUDA_ALLOCATOR_STATS; do
+    grep -q -- "-D$def" "$build/compile_commands.json" || missing+=("$def")
+  done
+  if (( ${#missing[@]} )); then
+    echo "spade_check_cuda_build: $build compiled nothing with ${missing[*]}: CMake did not see a CUDA LibTorch (TORCH_CUDA_LIBRARIES empty; see its cmake.log)"
+    return 1
+  fi
+  echo "spade_check_cuda_build: USE_C10D_NCCL, SPADE_CUDA_GRAPHS, SPADE_CUDA_ALLOCATOR_STATS compiled in $build"
 }
 
 spade_build() {

@@ -455,6 +455,9 @@ if [[ $brc != 0 ]]; then
   fi
   pack; cat "$OUT/summary.txt"; exit 1
 fi
+if [[ $MODE == gpu ]] && ! cuda_check=$(spade_check_cuda_build "$BUILD"); then
+  summary "FAIL build $((SECONDS - tb))s: $cuda_check"; pack; cat "$OUT/summary.txt"; exit 1
+fi
 summary "PASS build $((SECONDS - tb))s: $SPADE"
 
 # ---- phases in priority order: NAME MIN_S MAX_S (GPU estimates in the header)
