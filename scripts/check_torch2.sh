@@ -188,7 +188,8 @@ for p in "${BASE_PKGS[@]}"; do
   PKGS+=("$p")
 done
 # --cuda: nvcc (12.4), NCCL, the GCC that nvcc 12.4 accepts, and libcuda1, the driver's user space
-# library (libtorch_cuda.so needs libcuda.so.1 to load; without a GPU cuInit reports no device).
+# library that libtorch-cuda-2.6 depends on (CUDA's runtime opens it with dlopen; without a GPU, cuInit
+# reports no device and torch::cuda::is_available() is false).
 [[ $VARIANT == cuda ]] && PKGS+=(nvidia-cuda-toolkit libnccl-dev g++-13 libcuda1)
 
 # ---- entering the root
@@ -219,7 +220,7 @@ if [[ ! -f $ROOTFS/.spade/bootstrap.done ]]; then
   t=$SECONDS
   # Its own private mount namespace: whatever mmdebstrap mounts in the new root vanishes with it.
   unshare --mount --propagation private \
-    nice -n 10 mmdebstrap --mode=root --variant=apt --include=ca-certificates --skip=download/empty \
+    nice -n 10 mmdebstrap --mode=root --variant=apt --include=ca-certificates --skip=download/empty --skip=essential/unlink \
       --setup-hook="mkdir -p \"\$1/var/cache/apt/archives\" && cp -a $APTCACHE/. \"\$1/var/cache/apt/archives/\"" \
       --customize-hook="cp -an \"\$1\"/var/cache/apt/archives/*.deb $APTCACHE/ 2>/dev/null || true" \
       "$SUITE" "$tmp" "$CACHE/bootstrap.sources" > "$LOGS/bootstrap.log" 2>&1 \
