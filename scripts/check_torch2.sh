@@ -28,11 +28,14 @@
 # SWE-Duel tests fetch pinned Debian 12 source packages with `apt-get source`.
 #
 # Entering the root: bubblewrap (bwrap --bind ROOT /), not chroot: it makes a private mount namespace
-# in which /proc (a new procfs), /dev (bwrap's minimal tmpfs with its own devpts) and /sys (the host's,
-# bound with its cgroup hierarchies, which the sandbox tests need) exist for the command's life only;
+# in which /proc and /sys (the host's, bound recursively: /sys with its cgroup hierarchies, which the
+# sandbox tests need) and /dev (bwrap's minimal tmpfs with its own devpts) exist for the command's life only;
 # nothing is ever mounted in the host's namespace, so nothing can be left mounted (or unmounted) on
 # the host, whatever kills the script. The root is entered by pivot_root, not chroot, so the nested
-# bubblewrap of the sandbox tests (spade-envd) works inside as it does on the host. Mounted inside:
+# bubblewrap of the sandbox tests (spade-envd) works inside as it does on the host; /proc is the host's
+# bound, not a new procfs (`--proc`), because bwrap covers parts of a procfs it mounts (/proc/sys ...)
+# and the kernel then refuses the nested sandbox's own procfs in its new user namespace ("Can't mount
+# proc on /proc: Operation not permitted", checked). Mounted inside:
 # the repository read-only at /src (the current tree is what gets built), BUILD at /build, the package
 # cache at /var/cache/apt/archives, ccache's directory at /ccache, a scratch /tmp.
 #
@@ -198,7 +201,7 @@ enter() {  # enter [--ro] CMD...: runs CMD in the root, as root with all capabil
              --setenv HOME /root --setenv LANG C.UTF-8 --setenv TERM "${TERM:-dumb}"
              --setenv DEBIAN_FRONTEND noninteractive --setenv JOBS "$JOBS" --setenv VARIANT "$VARIANT"
              --setenv CTEST_ARGS "${CTEST_ARGS:-}")
-  bwrap --bind "$ROOTFS" / --dev /dev --proc /proc --bind /sys /sys \
+  bwrap --bind "$ROOTFS" / --dev /dev --bind /proc /proc --bind /sys /sys \
     --bind "$SCRATCH" /tmp --ro-bind /etc/resolv.conf /etc/resolv.conf \
     --ro-bind "$REPO" /src --bind "$BUILD" /build --bind "$CCACHE" /ccache \
     --bind "$APTCACHE" /var/cache/apt/archives \

@@ -87,7 +87,9 @@
 #                policy/decode_graph.cpp with -DSPADE_CUDA_GRAPHS) with the
 #                compile command of the CPU build (compile_commands.json) plus -isystem
 #                /usr/local/cuda/include and a generated c10/cuda/impl/cuda_cmake_macros.h (Debian's
-#                LibTorch omits it), and py_compile of the Python the phases run;
+#                LibTorch omits it), and py_compile of the Python the phases run (a quick check only:
+#                scripts/check_torch2.sh --cuda compiles and links the whole CUDA build, in a Debian 13
+#                root with libtorch-cuda-dev 2.6);
 #   debs         unpacks gpu_debs/ with use_debs.sh and runs CMake's configure with those packages.
 # Environment: OUT, BUILD, PYTHON (the interpreter with torch; GPU default python3), UNIT_TARGETS and
 # UNIT_REGEX (the unittests phase; default test_policy test_rollout, '^(policy|rollout)\.' on the GPU).
