@@ -13,8 +13,9 @@
 #                                           ones skip, saying why)
 #   options:  --shell   open a shell in the root (mounts as for the build) instead of building
 #             --no-test build only
-#   environment: JOBS (build and ctest parallelism, default 2), CTEST_ARGS (extra ctest arguments,
-#             e.g. "-R ^policy\."), TORCH2_CACHE (default .cache/torch2 in the repository)
+#   environment: JOBS (build and ctest parallelism, default 2), TARGETS (build only these, e.g.
+#             "test_envsandbox"; default all), CTEST_ARGS (extra ctest arguments, e.g. "-R ^envsandbox\."),
+#             TORCH2_CACHE (default .cache/torch2 in the repository)
 #
 # Needs root (bootstrapping a root file system and entering it with bubblewrap both do), mmdebstrap
 # (installed here with apt-get when missing), bubblewrap (scripts/setup.sh) and ~5 GiB free (CPU) or
@@ -88,7 +89,10 @@ inside_build() {
     cmake "${args[@]}" > /build/configure.log 2>&1 || { tail -60 /build/configure.log; return 1; }
   fi
   # -k 0: every failing translation unit in one pass, not only the first
-  nice -n 10 cmake --build /build -j"$JOBS" -- -k 0
+  local targets=()
+  # shellcheck disable=SC2206  # TARGETS is a list of target names
+  [[ -n ${TARGETS:-} ]] && targets=(--target $TARGETS)
+  nice -n 10 cmake --build /build -j"$JOBS" "${targets[@]}" -- -k 0
 }
 
 inside_test() {
@@ -200,7 +204,7 @@ enter() {  # enter [--ro] CMD...: runs CMD in the root, as root with all capabil
   local env=(--clearenv --setenv PATH /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
              --setenv HOME /root --setenv LANG C.UTF-8 --setenv TERM "${TERM:-dumb}"
              --setenv DEBIAN_FRONTEND noninteractive --setenv JOBS "$JOBS" --setenv VARIANT "$VARIANT"
-             --setenv CTEST_ARGS "${CTEST_ARGS:-}")
+             --setenv CTEST_ARGS "${CTEST_ARGS:-}" --setenv TARGETS "${TARGETS:-}")
   bwrap --bind "$ROOTFS" / --dev /dev --bind /proc /proc --bind /sys /sys \
     --bind "$SCRATCH" /tmp --ro-bind /etc/resolv.conf /etc/resolv.conf \
     --ro-bind "$REPO" /src --bind "$BUILD" /build --bind "$CCACHE" /ccache \
@@ -301,7 +305,7 @@ bash "$REPO/scripts/fetch_tokenizers.sh" > "$LOGS/tokenizers.log" 2>&1 || { tail
 
 # ---- 4. build (configure once, then incremental; ccache in .cache/torch2/ccache)
 t=$SECONDS
-log "building in $BUILD (-j$JOBS, log $LOGS/build.log)"
+log "building ${TARGETS:-all targets} in $BUILD (-j$JOBS, log $LOGS/build.log)"
 rc=0
 enter bash /src/scripts/check_torch2.sh --inside build $([[ $VARIANT == cuda ]] && echo --cuda) > "$LOGS/build.log" 2>&1 || rc=$?
 stage_time build $((SECONDS - t))
@@ -309,7 +313,8 @@ if [[ $rc != 0 ]]; then
   grep -E 'error|Error' "$LOGS/build.log" | head -30; tail -20 "$LOGS/build.log"
   die "build failed (rc $rc, $LOGS/build.log)"
 fi
-torch_version=$(grep -o 'TORCH_VERSION "[0-9.]*"' "$ROOTFS"/usr/include/torch/version.h 2>/dev/null | head -1 || true)
+torch_version=$(dpkg-query --admindir="$ROOTFS/var/lib/dpkg" -W -f='${db:Status-Status} ${Package} ${Version}\n' \
+                  'libtorch2*' 'libtorch-cuda-2*' 2>/dev/null | awk '$1 == "installed" { print $2 " " $3; exit }' || true)
 if [[ $VARIANT == cuda ]]; then
   # Every CUDA-only part was compiled: the definitions that switch them on are in the compile commands.
   # shellcheck source=scripts/gpu/build.sh
@@ -341,7 +346,7 @@ PYEOF
 fi
 size=$(du -sh --one-file-system "$ROOTFS" | cut -f1)
 dl=$(du -sh "$APTCACHE" | cut -f1)
-line="$(date -u +%FT%TZ) $VARIANT torch ${torch_version#TORCH_VERSION } $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo ?): $summary; root $size, packages downloaded $dl; ${timings[*]}"
+line="$(date -u +%FT%TZ) $VARIANT ${torch_version:-torch ?} $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo ?): ${TARGETS:+targets $TARGETS, }${CTEST_ARGS:+ctest $CTEST_ARGS: }$summary; root $size, package cache (both roots) $dl; ${timings[*]}"
 echo "$line" >> "$CACHE/results-$VARIANT.txt"
 log "$line"
 [[ $trc == 0 ]] || die "ctest failed (rc $trc): $LOGS/ctest.log"
