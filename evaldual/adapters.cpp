@@ -25,42 +25,110 @@ std::vector<std::string> lines_of(const std::string& s) {
 
 // Applies the shared pass rule; `extra_ok` carries the runner's own condition and its reason.
 void finish(TestOutcome* o, int rc, bool extra_ok = true, const std::string& extra_reason = "") {
-  o->total = o->passed + o->failed + o->errors;
+  apply_pass_rule(o);
   if (rc == -1) o->reason = "timed out";
-  else if (o->failed > 0) o->reason = std::to_string(o->failed) + " failed";
-  else if (o->errors > 0) o->reason = std::to_string(o->errors) + " error(s)";
-  else if (o->total == 0) o->reason = o->summary_found ? "no tests ran" : "no test summary found (rc " + std::to_string(rc) + ")";
-  else if (!extra_ok) o->reason = extra_reason;
+  else if (o->total == 0 && !o->summary_found) o->reason = "no test summary found (rc " + std::to_string(rc) + ")";
+  else if (o->reason.empty() && !extra_ok) o->reason = extra_reason;
   o->ok = o->reason.empty();
+}
+
+// Removes ANSI escape sequences (pytest --color=yes).
+std::string strip_ansi(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\x1b' && i + 1 < s.size() && s[i + 1] == '[') {
+      size_t j = i + 2;
+      while (j < s.size() && !(s[j] >= '@' && s[j] <= '~')) ++j;
+      i = j;
+      continue;
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+// The node id of a short-summary line's rest ("test_x.py::test_a[p - q] - AssertionError: ..."): up to
+// the first " - " after which the id is complete: no parametrisation, or one that ends in ']' with
+// balanced brackets. Falls back to the first " - " after a ']' (ids with unbalanced brackets), then
+// to the whole rest (pytest leaves out the message when it does not fit).
+std::string summary_node_id(const std::string& rest) {
+  std::string fallback;
+  for (size_t p = rest.find(" - "); p != std::string::npos; p = rest.find(" - ", p + 1)) {
+    std::string id = rest.substr(0, p);
+    size_t bracket = id.find('[');
+    if (bracket == std::string::npos) return id;
+    if (id.back() != ']') continue;
+    int depth = 0;
+    bool balanced = true;
+    for (size_t k = bracket; k < id.size(); ++k) {
+      depth += id[k] == '[' ? 1 : id[k] == ']' ? -1 : 0;
+      if (depth == 0 && k + 1 < id.size()) balanced = false;  // closed before the end: not one group
+      if (depth < 0) balanced = false;
+    }
+    if (balanced && depth == 0) return id;
+    if (fallback.empty()) fallback = id;
+  }
+  return fallback.empty() ? rest : fallback;
 }
 
 }  // namespace
 
+void apply_pass_rule(TestOutcome* o) {
+  o->total = o->passed + o->failed + o->errors + o->xfailed + o->xpassed;
+  o->reason.clear();
+  if (o->failed > 0) o->reason = std::to_string(o->failed) + " failed";
+  else if (o->errors > 0) o->reason = std::to_string(o->errors) + " error(s)";
+  else if (o->total == 0)
+    o->reason = o->skipped > 0 ? "no test ran to a verdict (" + std::to_string(o->skipped) + " skipped)" : "no tests ran";
+  o->ok = o->reason.empty();
+}
+
 TestOutcome parse_pytest(const std::string& output, int rc) {
   TestOutcome o;
   o.adapter = "pytest";
-  static const std::regex summary(R"(^=*\s*((\d+ [a-z]+)(, \d+ [a-z]+)*) in [0-9.]+s)");
-  static const std::regex count(R"((\d+) ([a-z]+))");
-  for (const std::string& l : lines_of(output)) {
+  // pytest's summary_stats line (adapters.h): counts, " in ", the duration, optional (H:MM:SS).
+  static const std::regex summary(
+      R"(^(?:=+ )?((?:\d+ [a-z]+(?: [a-z]+)?(?:, \d+ [a-z]+(?: [a-z]+)?)*)|no tests ran) in \d+(?:\.\d+)?(?:s| seconds)(?: \(\d+:\d\d:\d\d\))?(?: =+)?$)");
+  static const std::regex count(R"((\d+) ([a-z]+(?: [a-z]+)?))");
+  static const std::regex section(R"(^=+ (.+?) =+$)");
+  std::vector<std::string> lines = lines_of(output);
+  for (std::string& l : lines) l = trim(strip_ansi(l));
+  size_t last = lines.size();
+  while (last > 0 && lines[last - 1].empty()) --last;
+  std::string title;        // the current '=' section
+  std::string counts_text;  // the accepted summary's counts
+  std::vector<std::string> ids;
+  for (size_t k = 0; k < last; ++k) {
+    const std::string& t = lines[k];
+    const bool in_report = title == "FAILURES" || title == "ERRORS" || title == "PASSES" || title == "warnings summary";
     std::smatch m;
-    std::string t = trim(l);
-    if (std::regex_search(t, m, summary)) {
-      o.summary_found = true;
-      o.passed = o.failed = o.errors = o.skipped = 0;
-      std::string counts = m[1];
-      for (std::sregex_iterator it(counts.begin(), counts.end(), count), end; it != end; ++it) {
-        int n = std::stoi((*it)[1]);
-        std::string what = (*it)[2];
-        if (what == "passed" || what == "xpassed") o.passed += n;
-        else if (what == "failed") o.failed += n;
-        else if (what == "error" || what == "errors") o.errors += n;
-        else if (what == "skipped" || what == "xfailed" || what == "deselected") o.skipped += n;
+    if (std::regex_match(t, m, summary)) {
+      if (!in_report || k + 1 == last) {
+        o.summary_found = true;
+        counts_text = m[1];
       }
-    } else if (starts_with(t, "FAILED ") || starts_with(t, "ERROR ")) {
-      std::string id = t.substr(t.find(' ') + 1);
-      size_t dash = id.find(" - ");
-      o.failed_tests.push_back(trim(dash == std::string::npos ? id : id.substr(0, dash)));
+      continue;
     }
+    if (std::regex_match(t, m, section)) {
+      title = m[1];
+      continue;
+    }
+    if (title == "short test summary info" && (starts_with(t, "FAILED ") || starts_with(t, "ERROR "))) {
+      ids.push_back(trim(summary_node_id(t.substr(t.find(' ') + 1))));
+    }
+  }
+  o.failed_tests = ids;
+  for (std::sregex_iterator it(counts_text.begin(), counts_text.end(), count), end; it != end; ++it) {
+    int n = std::stoi((*it)[1]);
+    std::string what = (*it)[2];
+    if (what == "passed") o.passed += n;
+    else if (what == "failed") o.failed += n;
+    else if (what == "error" || what == "errors") o.errors += n;
+    else if (what == "skipped") o.skipped += n;
+    else if (what == "xfailed") o.xfailed += n;
+    else if (what == "xpassed") o.xpassed += n;
+    else if (what == "deselected") o.deselected += n;
+    else if (what == "warning" || what == "warnings") o.warnings += n;
   }
   // rc 2/3/4 (interrupted, internal error, usage error) with no counted failure is still a failure.
   bool rc_ok = rc == 0 || (rc == 1 && (o.failed > 0 || o.errors > 0));

@@ -2,6 +2,8 @@
 // (reference §4 "Test runner" table). One parser per runner; all share the pass rule
 //   passed  <=>  total > 0 && failed == 0 && errors == 0 && not timed out
 // plus the runner's own extras (go: rc 0; C: rc 0 is the whole rule; Maven: no summary -> rc).
+// total counts the tests that ran to a verdict: passed + failed + errors + xfailed + xpassed; skipped
+// and deselected tests did not run and never make a run pass.
 //
 // Thread-safety: pure functions of their arguments; thread-safe.
 #pragma once
@@ -14,15 +16,35 @@ namespace spade::evaldual {
 struct TestOutcome {
   std::string adapter;                    // "pytest", "go", "maven", "tap", "ctest", "c"
   int passed = 0, failed = 0, errors = 0, skipped = 0;
-  int total = 0;                          // passed + failed + errors (skipped not counted)
+  int xfailed = 0, xpassed = 0;           // pytest: expected failures / unexpected passes (not strict)
+  int deselected = 0, warnings = 0;       // pytest: not run / warnings reported (no effect on the verdict)
+  int total = 0;                          // passed + failed + errors + xfailed + xpassed
   std::vector<std::string> failed_tests;  // ids as the runner prints them (failures and errors)
   bool summary_found = false;             // the runner's summary line/events were found
   bool ok = false;                        // the pass rule above
   std::string reason;                     // why !ok ("2 failed", "no tests ran", "timed out", ...)
 };
 
-/// pytest -q: the last "N passed, M failed, K error(s), S skipped ... in T s" line, and the
-/// "FAILED id" / "ERROR id" lines of the short summary. `rc` -1 (timeout) always fails.
+/// pytest (any verbosity): the final summary line, as pytest 4.x ("2 passed, 1 warnings, 1 error in
+/// 0.17 seconds") and >= 5 ("2 passed, 1 warning, 2 errors in 0.17s", "in 75.20s (0:01:15)", "no
+/// tests ran in 0.01s") print it, bare (-q) or between '=' rules; ANSI colour codes are ignored. The
+/// summary is the last such line that is not inside a report section (FAILURES, ERRORS, PASSES,
+/// warnings summary: where captured output is shown), unless it is the output's last line, so a test
+/// that prints a summary-like line is never taken for pytest. Failed ids come only from the "FAILED id"
+/// / "ERROR id" lines of the "short test summary info" section; an id ends at the " - " that follows
+/// its complete (bracket-balanced) parametrisation, so "test_a[x - y]" and "test_b[[1]]" stay whole.
+/// How each pytest outcome counts (pytest's own semantics, docs "How to use skip and xfail"):
+///   passed -> passed; failed -> failed; error/errors -> errors;
+///   xfailed (an expected failure happened) -> ran, not a failure: an xfail-only run passes, as pytest's
+///     exit status 0 says;
+///   xpassed (a non-strict xfail passed) -> ran, neither passed nor failed (pytest exits 0: the run
+///     passes, but the test is not counted as a pass);
+///   a strict xfail that passes (xfail_strict or strict=True) -> pytest itself reports it as failed
+///     ("FAILED id" + "[XPASS(strict)]"), so it is counted in failed and fails the run;
+///   skipped, deselected -> did not run; a run of only these fails ("no test ran to a verdict");
+///   warnings -> counted only. Unknown words (plugins, e.g. "1 rerun") are ignored.
+/// pytest's exit status must agree: 0, or 1 with a counted failure or error (2, 3, 4 = interrupted,
+/// internal or usage error, 5 = no tests collected, always fail). `rc` -1 (timeout) always fails.
 TestOutcome parse_pytest(const std::string& output, int rc);
 
 /// `go test -json`: the final action (pass/fail/skip) per (package, test); a package that fails
@@ -45,6 +67,10 @@ TestOutcome parse_ctest(const std::string& output, int rc);
 
 /// C (compile the injected test with the repo's sources and run it): rc 0 passes; counted as one test.
 TestOutcome parse_rc(const std::string& output, int rc);
+
+/// Recomputes total, ok and reason from the counts by the shared pass rule (no runner extras): what a
+/// caller uses after changing counts (e.g. deselecting pre-existing failures).
+void apply_pass_rule(TestOutcome* o);
 
 /// Dispatches on the adapter name ("pytest", "go", "maven", "tap" (aliases "node", "mocha"), "ctest",
 /// "c" (alias "rc")). Throws spade::Error naming the unknown adapter and the known ones.

@@ -130,3 +130,126 @@ TEST(DuelAdapters, DispatchAndUnknownAdapter) {
     EXPECT_NE(std::string(e.what()).find("junit5"), std::string::npos);
   }
 }
+
+// ---- pytest outcomes (issue 17): recorded with the real pytest 7.2.1 on fixtures/outputs/pytest_suite
+// (commands in fixtures/outputs/README.md), plus the old and long-run summary formats built from
+// pytest's source. How each outcome counts is adapters.h's parse_pytest() comment.
+
+TEST(DuelAdapters, PytestEveryOutcomeCountedAndParametrisedIdsKeptWhole) {
+  // "3 failed, 3 passed, 1 skipped, 1 deselected, 1 xfailed, 1 xpassed, 1 warning in 0.15s"; the strict
+  // XPASS is one of pytest's 3 failed. Ids "test_param[a - b]" and "test_param[c]d]" contain " - " and an
+  // unbalanced bracket; the captured stdout of the failing tests prints a summary line and a FAILED
+  // line, neither of which counts.
+  TestOutcome o = parse_pytest(out("pytest_outcomes_mixed.txt"), 1);
+  EXPECT_EQ(o.passed, 3);
+  EXPECT_EQ(o.failed, 3);
+  EXPECT_EQ(o.errors, 0);
+  EXPECT_EQ(o.skipped, 1);
+  EXPECT_EQ(o.deselected, 1);
+  EXPECT_EQ(o.xfailed, 1);
+  EXPECT_EQ(o.xpassed, 1);
+  EXPECT_EQ(o.warnings, 1);
+  EXPECT_EQ(o.total, 3 + 3 + 1 + 1);
+  EXPECT_FALSE(o.ok);
+  EXPECT_EQ(o.reason, "3 failed");
+  EXPECT_EQ(o.failed_tests, (std::vector<std::string>{"test_mix.py::test_param[a - b]", "test_mix.py::test_param[c]d]",
+                                                      "test_mix.py::test_xps"}));
+}
+
+TEST(DuelAdapters, PytestXfailOnlyRunPassesAndXpassIsNotAPass) {
+  // An expected failure ran: pytest exits 0, and so does the verdict (not "no tests ran").
+  for (const char* f : {"pytest_xfail_only.txt", "pytest_xfail_only_verbose.txt"}) {
+    TestOutcome x = parse_pytest(out(f), 0);
+    EXPECT_TRUE(x.ok) << f << ": " << x.reason;
+    EXPECT_EQ(x.xfailed, 1) << f;
+    EXPECT_EQ(x.passed, 0) << f;
+    EXPECT_EQ(x.total, 1) << f;
+  }
+  // A non-strict XPASS: the run passes (pytest exits 0) but nothing is counted as passed.
+  TestOutcome xp = parse_pytest(out("pytest_xpass_only.txt"), 0);
+  EXPECT_TRUE(xp.ok) << xp.reason;
+  EXPECT_EQ(xp.passed, 0);
+  EXPECT_EQ(xp.xpassed, 1);
+  // xfail_strict: pytest reports the XPASS as a failure, and so do we.
+  TestOutcome strict = parse_pytest(out("pytest_xpass_strict.txt"), 1);
+  EXPECT_FALSE(strict.ok);
+  EXPECT_EQ(strict.failed, 1);
+  EXPECT_EQ(strict.failed_tests, (std::vector<std::string>{"test_xponly.py::test_b"}));
+}
+
+TEST(DuelAdapters, PytestSkippedOrDeselectedOnlyNeverPasses) {
+  TestOutcome s = parse_pytest(out("pytest_skipped_only.txt"), 0);  // pytest exits 0 here
+  EXPECT_FALSE(s.ok);
+  EXPECT_EQ(s.skipped, 1);
+  EXPECT_EQ(s.deselected, 9);
+  EXPECT_EQ(s.reason, "no test ran to a verdict (1 skipped)");
+  TestOutcome d = parse_pytest(out("pytest_none.txt"), 5);
+  EXPECT_EQ(d.deselected, 2);
+  EXPECT_EQ(d.reason, "no tests ran");
+}
+
+TEST(DuelAdapters, PytestCapturedOutputIsNeverTheSummary) {
+  // -rN: no short summary, so the real summary follows the captured stdout directly and is the last line.
+  TestOutcome c = parse_pytest(out("pytest_captured_no_short_summary.txt"), 1);
+  EXPECT_EQ(c.failed, 2);
+  EXPECT_EQ(c.passed, 1);
+  EXPECT_EQ(c.deselected, 7);
+  EXPECT_TRUE(c.failed_tests.empty());  // the printed "FAILED test_fake.py::..." lines are not pytest's
+  // -s: the test's prints are on the progress lines; the summary-like line there is overridden by the
+  // real one and the FAILED lines outside the short summary are ignored.
+  TestOutcome s = parse_pytest(out("pytest_no_capture.txt"), 1);
+  EXPECT_EQ(s.failed, 2);
+  EXPECT_EQ(s.passed, 1);
+  EXPECT_EQ(s.failed_tests, (std::vector<std::string>{"test_mix.py::test_param[a - b]", "test_mix.py::test_param[c]d]"}));
+  // Output cut off inside a captured section (pytest killed): the captured line is not taken unless it
+  // is the last line, and the exit status then decides (a kill is never rc 0 or 1 with no failure).
+  std::string cut = out("pytest_captured_no_short_summary.txt");
+  cut = cut.substr(0, cut.rfind("2 failed"));
+  cut += "more captured text\n";
+  TestOutcome k = parse_pytest(cut, 0);
+  EXPECT_FALSE(k.summary_found);
+  EXPECT_FALSE(k.ok);
+}
+
+TEST(DuelAdapters, PytestColourAndOldAndLongSummaryFormats) {
+  // --color=yes wraps every count in ANSI codes.
+  TestOutcome c = parse_pytest(out("pytest_color_warnings.txt"), 0);
+  EXPECT_TRUE(c.ok) << c.reason;
+  EXPECT_EQ(c.passed, 2);
+  EXPECT_EQ(c.deselected, 8);
+  EXPECT_EQ(c.warnings, 1);
+  // pytest 4.x (fixtures/outputs/README.md): "seconds", "1 warnings", "2 error"; -q bare or between rules.
+  TestOutcome old = parse_pytest("..F.\n=== 1 failed, 2 passed, 1 skipped, 1 xfailed, 1 warnings, 2 error in 0.17 seconds ===\n", 1);
+  EXPECT_TRUE(old.summary_found);
+  EXPECT_EQ(old.failed, 1);
+  EXPECT_EQ(old.passed, 2);
+  EXPECT_EQ(old.skipped, 1);
+  EXPECT_EQ(old.xfailed, 1);
+  EXPECT_EQ(old.warnings, 1);
+  EXPECT_EQ(old.errors, 2);
+  TestOutcome old_q = parse_pytest("..\n2 passed in 0.17 seconds\n", 0);
+  EXPECT_TRUE(old_q.ok) << old_q.reason;
+  EXPECT_EQ(old_q.passed, 2);
+  TestOutcome none_old = parse_pytest("\nno tests ran in 0.01 seconds\n", 5);
+  EXPECT_TRUE(none_old.summary_found);
+  EXPECT_EQ(none_old.reason, "no tests ran");
+  // pytest 7 over a minute: "75.20s (0:01:15)" (format_session_duration).
+  TestOutcome slow = parse_pytest("....\n4 passed, 1 rerun in 75.20s (0:01:15)\n", 0);
+  EXPECT_TRUE(slow.ok) << slow.reason;
+  EXPECT_EQ(slow.passed, 4);  // "1 rerun" (pytest-rerunfailures) is ignored
+}
+
+TEST(DuelAdapters, PytestShortSummaryIds) {
+  // Hand-built short-summary lines in pytest 7's form ("FAILED nodeid - message", the message optional).
+  const std::string o =
+      "=========================== short test summary info ============================\n"
+      "FAILED t.py::test_p[[1]] - AssertionError: assert [1] - 2\n"
+      "FAILED t.py::test_q[x - y-3] - ValueError: a - b\n"
+      "FAILED t.py::TestK::test_r\n"
+      "ERROR t.py::test_s[c[d] - RuntimeError\n"
+      "XFAIL t.py::test_t - known\n"
+      "3 failed, 1 error in 0.10s\n";
+  TestOutcome t = parse_pytest(o, 1);
+  EXPECT_EQ(t.failed_tests, (std::vector<std::string>{"t.py::test_p[[1]]", "t.py::test_q[x - y-3]", "t.py::TestK::test_r",
+                                                      "t.py::test_s[c[d]"}));
+}
