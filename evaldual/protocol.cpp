@@ -199,12 +199,7 @@ TestOutcome deselect(const TestOutcome& o, const std::set<std::string>& deselect
   int rf = std::min(removed, r.failed);
   r.failed -= rf;
   r.errors -= std::min(removed - rf, r.errors);
-  r.total = r.passed + r.failed + r.errors;
-  r.reason.clear();
-  if (r.failed > 0) r.reason = std::to_string(r.failed) + " failed";
-  else if (r.errors > 0) r.reason = std::to_string(r.errors) + " error(s)";
-  else if (r.passed == 0) r.reason = "no tests ran";
-  r.ok = r.reason.empty();
+  apply_pass_rule(&r);
   return r;
 }
 
@@ -217,9 +212,14 @@ std::string strip_protected(const std::string& fix, const std::string& pr_diff, 
     for (auto& [path, chunk] : split_patch(pr_diff)) pr_chunks[path] = chunk;
   std::string out;
   std::set<std::string> seen;
-  for (const auto& [path, chunk] : split_patch(fix)) {
+  const std::vector<FilePatch> files = parse_patch(fix);  // split_patch() keeps this order
+  const auto chunks = split_patch(fix);
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    const auto& [path, chunk] = chunks[k];
     seen.insert(path);
-    if (!is_excluded(path, prot)) out += chunk;
+    // A rename removes its source too: protected on either side means protected.
+    bool prot_file = is_excluded(path, prot) || (files[k].renamed && is_excluded(files[k].old_path, prot));
+    if (!prot_file) out += chunk;
     else if (pr_chunks.count(path)) out += pr_chunks[path];
   }
   // A protected file the PR changed but d' left out (the repairer reverted it): keep the PR's version.

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
@@ -189,4 +190,209 @@ TEST(DuelDiff, SymlinksAreCopiedAsLinksAndNeverResolvedIntoPaths) {
   EXPECT_EQ(spade::read_file(dst + "/build/lib.so.1.0"), "binary\n");
   // Hashing skips links: the copy hashes like the original.
   EXPECT_EQ(tree_hash(dst, {}), tree_hash(src, {}));
+}
+
+// ---- git's extended headers and "\ No newline at end of file" (issue 17). Every patch below is
+// hand-built in the form `git diff -M -C` prints (checked by generating the same changes in a scratch
+// repository with git 2.39) and applied three ways on copies of one tree: our apply_patch(), real
+// `git apply` and GNU `patch -p1 --forward` (2.7.6, Debian 12); the trees are compared file by file
+// (content and executable bit).
+
+namespace {
+
+using Tree = std::map<std::string, std::pair<std::string, bool>>;  // path -> (bytes, executable)
+
+Tree snapshot(const std::string& dir) {
+  Tree t;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    bool x = (fs::status(e.path()).permissions() & fs::perms::owner_exec) != fs::perms::none;
+    t[e.path().lexically_relative(dir).generic_string()] = {spade::read_file(e.path().string()), x};
+  }
+  return t;
+}
+
+// Runs `git apply` or `patch` on `dir` with `patch` on stdin; returns the exit status. git does not
+// look for a repository above `dir` (the build tree sits inside a git checkout).
+int real_apply(const std::string& tool, const std::string& dir, const std::string& patch) {
+  ProcessOptions po;
+  po.cwd = dir;
+  po.stdin_data = patch;
+  std::vector<std::string> argv =
+      tool == "git" ? std::vector<std::string>{"env", "GIT_CEILING_DIRECTORIES=" + fs::path(dir).parent_path().string(),
+                                               "git", "apply", "-"}
+                    : std::vector<std::string>{"patch", "-p1", "--forward", "--batch", "--silent"};
+  return run_process(argv, po).rc;
+}
+
+// A tree of `files` (path -> content), `exec` paths made executable.
+std::string tree_of(const std::string& name, const std::map<std::string, std::string>& files,
+                    const std::vector<std::string>& exec = {}) {
+  std::string d = fresh_dir(name);
+  for (const auto& [p, c] : files) put(d, p, c);
+  for (const auto& p : exec) fs::permissions(d + "/" + p, fs::perms::owner_exec, fs::perm_options::add);
+  return d;
+}
+
+// Applies `patch` to copies of `files` with ours, git and (when `with_patch`) GNU patch; expects all to
+// succeed with the same tree, and returns it.
+Tree apply_three_ways(const std::map<std::string, std::string>& files, const std::string& patch, bool with_patch = true,
+                      const std::vector<std::string>& exec = {}) {
+  std::string ours = tree_of("ours", files, exec), git = tree_of("git", files, exec), gnu = tree_of("gnu", files, exec);
+  apply_patch(ours, patch);
+  EXPECT_EQ(real_apply("git", git, patch), 0);
+  EXPECT_EQ(snapshot(ours), snapshot(git));
+  if (with_patch) {
+    EXPECT_EQ(real_apply("patch", gnu, patch), 0);
+    EXPECT_EQ(snapshot(ours), snapshot(gnu));
+  }
+  return snapshot(ours);
+}
+
+std::string apply_error(const std::map<std::string, std::string>& files, const std::string& patch, bool* git_refused) {
+  std::string ours = tree_of("ours", files), git = tree_of("git", files);
+  Tree before = snapshot(ours);
+  *git_refused = real_apply("git", git, patch) != 0;
+  try {
+    apply_patch(ours, patch);
+  } catch (const spade::Error& e) {
+    EXPECT_EQ(snapshot(ours), before) << "a refused patch changed the tree";
+    return e.what();
+  }
+  return "";
+}
+
+const std::map<std::string, std::string> kGitTree = {
+    {"f.txt", "a\nb\nc\n"}, {"g.txt", "x\ny\n"}, {"s.sh", "#!/bin/sh\necho hi\n"}, {"x", "x\n"}};
+
+}  // namespace
+
+TEST(DuelDiff, GitRenameCopyAndModeChangeApplyAsGitAndPatchDo) {
+  const std::string patch =
+      "diff --git a/g.txt b/g2.txt\nsimilarity index 100%\ncopy from g.txt\ncopy to g2.txt\n"
+      "diff --git a/f.txt b/h.txt\nsimilarity index 66%\nrename from f.txt\nrename to h.txt\n"
+      "index de98044..7be73ce 100644\n--- a/f.txt\n+++ b/h.txt\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
+      "diff --git a/s.sh b/s.sh\nold mode 100644\nnew mode 100755\n";
+  Tree t = apply_three_ways(kGitTree, patch);
+  EXPECT_EQ(t.count("f.txt"), 0u);
+  EXPECT_EQ(t["h.txt"], std::make_pair(std::string("a\nB\nc\n"), false));
+  EXPECT_EQ(t["g2.txt"], std::make_pair(std::string("x\ny\n"), false));
+  EXPECT_EQ(t["g.txt"].first, "x\ny\n");
+  EXPECT_TRUE(t["s.sh"].second);
+  // Parsed as what it is, not to nothing (the old parser saw one file, h.txt, and no copy or mode).
+  std::vector<FilePatch> files = parse_patch(patch);
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_TRUE(files[0].copied);
+  EXPECT_EQ(files[0].old_path, "g.txt");
+  EXPECT_EQ(files[0].path, "g2.txt");
+  EXPECT_TRUE(files[1].renamed);
+  EXPECT_EQ(files[1].old_path, "f.txt");
+  EXPECT_EQ(files[2].new_mode, "100755");
+  EXPECT_EQ(patch_paths(patch), (std::vector<std::string>{"f.txt", "g.txt", "g2.txt", "h.txt", "s.sh"}));
+  // Per-file chunks keep their git headers and tile the patch.
+  auto chunks = split_patch(patch);
+  ASSERT_EQ(chunks.size(), 3u);
+  EXPECT_EQ(chunks[0].second + chunks[1].second + chunks[2].second, patch);
+  EXPECT_EQ(chunks[2].second, "diff --git a/s.sh b/s.sh\nold mode 100644\nnew mode 100755\n");
+  // Back to 100644.
+  Tree back = apply_three_ways({{"s.sh", "echo\n"}}, "diff --git a/s.sh b/s.sh\nold mode 100755\nnew mode 100644\n", true,
+                               {"s.sh"});
+  EXPECT_FALSE(back["s.sh"].second);
+}
+
+TEST(DuelDiff, GitPureRenameEmptyNewExecutableNewAndDeletedFiles) {
+  const std::string patch =
+      "diff --git a/g.txt b/sub/g3.txt\nsimilarity index 100%\nrename from g.txt\nrename to sub/g3.txt\n"
+      "diff --git a/empty b/empty\nnew file mode 100644\nindex 0000000..e69de29\n"
+      "diff --git a/run.sh b/run.sh\nnew file mode 100755\nindex 0000000..1a2b3c4\n--- /dev/null\n+++ b/run.sh\n"
+      "@@ -0,0 +1 @@\n+echo run\n"
+      "diff --git a/x b/x\ndeleted file mode 100644\nindex 587be6b..0000000\n--- a/x\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n";
+  std::string why;
+  EXPECT_TRUE(validate_patch(patch, &why)) << why;
+  Tree t = apply_three_ways(kGitTree, patch);
+  EXPECT_EQ(t.count("g.txt"), 0u);
+  EXPECT_EQ(t["sub/g3.txt"].first, "x\ny\n");
+  EXPECT_EQ(t["empty"], std::make_pair(std::string(), false));
+  EXPECT_EQ(t["run.sh"], std::make_pair(std::string("echo run\n"), true));
+  EXPECT_EQ(t.count("x"), 0u);
+  // A quoted (non-ASCII) path, as git writes it with core.quotePath.
+  std::string q = "diff --git \"a/caf\\303\\251.txt\" \"b/caf\\303\\251.txt\"\nold mode 100644\nnew mode 100755\n";
+  Tree qt = apply_three_ways({{"caf\xC3\xA9.txt", "a\n"}}, q, false);
+  EXPECT_TRUE(qt["caf\xC3\xA9.txt"].second);
+}
+
+TEST(DuelDiff, GitHeadersThatCannotApplyAreRefusedByName) {
+  struct Case {
+    std::string patch, error;
+    bool git_refuses;  // git apply on the same tree; where it accepts, the comment says why we refuse
+  };
+  const std::vector<Case> cases = {
+      {"diff --git a/g.txt b/x\nsimilarity index 100%\nrename from g.txt\nrename to x\n",
+       "apply_patch: x: rename target already exists", true},  // GNU patch overwrites x; we follow git
+      {"diff --git a/nosuch b/n2\nsimilarity index 100%\nrename from nosuch\nrename to n2\n",
+       "apply_patch: nosuch: file to be renamed does not exist", true},
+      {"diff --git a/f.txt b/f.txt\ndeleted file mode 100644\n--- a/f.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n",
+       "apply_patch: f.txt: the deletion leaves content the patch does not remove (2 lines)", true},
+      {"diff --git a/f.txt b/f.txt\nindex 1111111..2222222 100644\nBinary files a/f.txt and b/f.txt differ\n",
+       "patch line 3: binary patch for 'f.txt' is not supported", true},
+      {"diff --git a/f.txt b/f.txt\nindex 1111111..2222222 100644\nGIT binary patch\nliteral 3\nKcmZ?wbO8VW0RR91\n\n",
+       "patch line 3: binary patch for 'f.txt' is not supported", true},
+      // git would create a symlink / a gitlink: workspaces hold regular files only.
+      {"diff --git a/link b/link\nnew file mode 120000\nindex 0000000..1111111\n--- /dev/null\n+++ b/link\n@@ -0,0 +1 @@\n"
+       "+g.txt\n\\ No newline at end of file\n",
+       "patch line 1: 'link' is a symlink; only regular files (100644, 100755) are supported", false},
+      {"diff --git a/mod b/mod\nnew file mode 160000\nindex 0000000..1111111\n--- /dev/null\n+++ b/mod\n@@ -0,0 +1 @@\n"
+       "+Subproject commit 1111111111111111111111111111111111111111\n",
+       "patch line 1: 'mod' is a submodule (gitlink)", false},
+      {"diff --git a/g.txt b/h\nrename from g.txt\n", "patch line 1: 'h': a rename or copy needs both its 'from' and 'to' lines",
+       true},
+      {"diff --git a/s.sh b/s.sh\nold mode 100644\n", "patch line 1: 's.sh': 'old mode' and 'new mode' come together", true},
+      {"diff --git a/f.txt b/f.txt\nindex 1111111..2222222 100644\n", "patch line 1: 'f.txt' has a git header but no change",
+       true},
+  };
+  for (const Case& c : cases) {
+    bool git_refused = false;
+    std::string e = apply_error(kGitTree, c.patch, &git_refused);
+    EXPECT_NE(e.find(c.error), std::string::npos) << "got: " << e << "\npatch:\n" << c.patch;
+    EXPECT_EQ(git_refused, c.git_refuses) << c.patch;
+  }
+}
+
+TEST(DuelDiff, NoNewlineAtEndOfFileOnBothSidesAsGitAndPatch) {
+  // The three hunks `diff -u` writes for a last line without a final newline, each applied to a file
+  // with and without one. git apply and patch --forward agree on every cell: a hunk applies only where
+  // its old side's final newline matches the file's (the old code applied A to "a\nb\n" and C to
+  // "a\nb", silently changing the newline).
+  const std::string A = "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n";
+  const std::string B = "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n";
+  const std::string C = "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+b\n\\ No newline at end of file\n";
+  struct Cell {
+    const std::string* patch;
+    std::string start, result;  // result "" = refused
+  };
+  const std::vector<Cell> cells = {{&A, "a\nb", "a\nc"}, {&A, "a\nb\n", ""}, {&B, "a\nb", "a\nb\n"},
+                                   {&B, "a\nb\n", ""},   {&C, "a\nb", ""},    {&C, "a\nb\n", "a\nb"}};
+  for (const Cell& c : cells) {
+    std::string ours = tree_of("nl_ours", {{"f", c.start}}), git = tree_of("nl_git", {{"f", c.start}}),
+                gnu = tree_of("nl_gnu", {{"f", c.start}});
+    bool ok = true;
+    try {
+      apply_patch(ours, *c.patch);
+    } catch (const spade::Error& e) {
+      ok = false;
+      EXPECT_NE(std::string(e.what()).find("does not apply"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ok, !c.result.empty()) << *c.patch << "on " << c.start;
+    EXPECT_EQ(real_apply("git", git, *c.patch) == 0, !c.result.empty()) << *c.patch << "on " << c.start;
+    EXPECT_EQ(real_apply("patch", gnu, *c.patch) == 0, !c.result.empty()) << *c.patch << "on " << c.start;
+    std::string want = c.result.empty() ? c.start : c.result;
+    EXPECT_EQ(spade::read_file(ours + "/f"), want);
+    EXPECT_EQ(spade::read_file(git + "/f"), want);
+  }
+  // A new file without a final newline, and a marker on a line that is not the file's last is refused.
+  Tree t = apply_three_ways({}, "--- /dev/null\n+++ b/n\n@@ -0,0 +1,2 @@\n+1\n+2\n\\ No newline at end of file\n");
+  EXPECT_EQ(t["n"].first, "1\n2");
+  std::string mid = tree_of("nl_mid", {{"f", "a\nb\nc\n"}});
+  EXPECT_THROW(apply_patch(mid, "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n\\ No newline at end of file\n"), spade::Error);
+  EXPECT_EQ(spade::read_file(mid + "/f"), "a\nb\nc\n");
 }
