@@ -4,8 +4,8 @@
 #include <numeric>
 #include <set>
 
-#include "common/atomic_file.h"
 #include "common/error.h"
+#include "evaldual/input_fields.h"
 #include "evaldual/participant.h"
 
 using nlohmann::json;
@@ -13,16 +13,10 @@ using nlohmann::json;
 namespace spade::evaldual {
 namespace {
 
-const json& require(const json& j, const char* key, const std::string& where) {
-  auto it = j.find(key);
-  if (it == j.end()) throw Error(where + ": missing key '" + key + "'");
-  return *it;
-}
+const json& require(const json& j, const char* key, const std::string& where) { return json_field(j, key, where); }
 
 std::string require_string(const json& j, const char* key, const std::string& where) {
-  const json& v = require(j, key, where);
-  if (!v.is_string()) throw Error(where + "." + key + ": expected a string, got " + v.dump());
-  return v.get<std::string>();
+  return json_string(require(j, key, where), where + "." + key);
 }
 
 std::string participant_at(const json& j, const char* key, const std::string& where) {
@@ -34,10 +28,10 @@ std::string participant_at(const json& j, const char* key, const std::string& wh
   }
 }
 
+// A number, or a boolean as 1/0 (blue_composite is often written as true/false).
 double number_at(const json& v, const std::string& where) {
   if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
-  if (!v.is_number()) throw Error(where + ": expected a number, got " + v.dump());
-  return v.get<double>();
+  return json_number(v, where);
 }
 
 json without(const json& j, std::initializer_list<const char*> keys) {
@@ -51,7 +45,7 @@ json without(const json& j, std::initializer_list<const char*> keys) {
 }
 
 TurnRecord turn_from_json(const json& j, const std::string& where) {
-  if (!j.is_object()) throw Error(where + ": expected an object, got " + j.dump());
+  expect_object(j, where);
   TurnRecord t;
   t.red = participant_at(j, "red", where);
   t.blue = participant_at(j, "blue", where);
@@ -62,8 +56,7 @@ TurnRecord turn_from_json(const json& j, const std::string& where) {
     throw Error(where + ".blue_composite: " + std::to_string(t.blue_composite) + " is outside [0, 1]");
   }
   if (j.contains("auto_win")) {
-    if (!j["auto_win"].is_boolean()) throw Error(where + ".auto_win: expected true or false");
-    t.auto_win = j["auto_win"].get<bool>();
+    t.auto_win = json_bool(j["auto_win"], where + ".auto_win");
   }
   t.extra = without(j, {"red", "blue", "repo", "task_id", "blue_composite", "auto_win"});
   return t;
@@ -126,7 +119,7 @@ json matches_to_json(const std::vector<MatchRecord>& ms) {
 }
 
 MatchRecord match_from_json(const json& j, const std::string& where) {
-  if (!j.is_object()) throw Error(where + ": expected a match object, got " + j.dump());
+  if (!j.is_object()) throw Error(where + ": expected a match object, got " + describe_json(j));
   MatchRecord m;
   m.match_id = require_string(j, "match_id", where);
   if (m.match_id.empty()) throw Error(where + ".match_id: empty; every match needs a unique id");
@@ -141,7 +134,7 @@ MatchRecord match_from_json(const json& j, const std::string& where) {
   if (j.contains("score_b") && !j["score_b"].is_null()) m.score_b = number_at(j["score_b"], where + ".score_b");
   if (j.contains("turns") && !j["turns"].is_null()) {
     const json& turns = j["turns"];
-    if (!turns.is_array()) throw Error(where + ".turns: expected an array");
+    if (!turns.is_array()) throw Error(where + ".turns: expected an array, got " + describe_json(turns));
     for (size_t i = 0; i < turns.size(); ++i) {
       std::string tw = where + ".turns[" + std::to_string(i) + "]";
       TurnRecord t = turn_from_json(turns[i], tw);
@@ -162,13 +155,19 @@ std::vector<MatchRecord> matches_from_json(const json& doc, const std::string& s
   std::string prefix = source + ": ";
   if (doc.is_object()) {
     auto it = doc.find("matches");
-    if (it == doc.end()) throw Error(source + ": an object without a \"matches\" array; expected a match list");
+    if (it == doc.end()) {
+      if (doc.contains("schedule") && doc.contains("participants"))
+        throw Error(source + ": this is a tournament state file (state.json), not a match list; its matches.json sits next to it");
+      throw Error(source + ": expected a match list (an array of match records, or an object with a \"matches\" array), got " +
+                  describe_json(doc));
+    }
     arr = &*it;
     prefix = source + ": matches";
   } else {
     prefix = source + ": ";
   }
-  if (!arr->is_array()) throw Error(source + ": expected an array of matches (or {\"matches\": [...]})");
+  if (!arr->is_array())
+    throw Error(source + ": expected an array of matches (or {\"matches\": [...]}), got " + describe_json(*arr));
   std::vector<MatchRecord> out;
   out.reserve(arr->size());
   std::set<std::string> ids;
@@ -182,16 +181,7 @@ std::vector<MatchRecord> matches_from_json(const json& doc, const std::string& s
   return out;
 }
 
-std::vector<MatchRecord> load_matches(const std::string& path) {
-  std::string text = read_file(path);
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(path + ": not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what());
-  }
-  return matches_from_json(doc, path);
-}
+std::vector<MatchRecord> load_matches(const std::string& path) { return matches_from_json(read_json_document(path), path); }
 
 std::vector<size_t> match_time_order(const std::vector<MatchRecord>& ms) {
   std::vector<size_t> order(ms.size());

@@ -81,7 +81,7 @@ MatchRecord match_from_json(const nlohmann::json& j, const std::string& where);
 std::vector<MatchRecord> matches_from_json(const nlohmann::json& doc, const std::string& source);
 
 /// Reads and parses a file (see matches_from_json). Throws spade::Error naming the path when it cannot
-/// be read or is not valid JSON (with the parser's byte offset).
+/// be read or is not valid JSON (with the line and column).
 std::vector<MatchRecord> load_matches(const std::string& path);
 
 /// Indices of `ms` in match-time order: by timestamp (stable) when every record has one, else file

@@ -7,6 +7,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "evaldual/input_fields.h"
 
 using nlohmann::json;
 
@@ -26,7 +27,7 @@ json to_json(const YAML::Node& n) {
     }
     case YAML::NodeType::Map: {
       json o = json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = to_json(kv.second);
+      for (const auto& kv : n) o[kv.first.IsScalar() ? kv.first.Scalar() : std::string("?")] = to_json(kv.second);
       return o;
     }
     case YAML::NodeType::Scalar:
@@ -59,46 +60,43 @@ std::string known_list() {
 
 // Applies the keys of map `n` (at `where`) onto `e`.
 void apply(const YAML::Node& n, const std::string& where, EndpointEntry& e) {
-  if (!n.IsMap()) throw Error(where + ": must be a mapping of endpoint keys (" + known_list() + ")");
+  if (!n.IsMap()) throw Error(where + ": must be a mapping of endpoint keys (" + known_list() + "), got " + describe_yaml(n));
   ModelEndpoint& ep = e.endpoint;
   for (const auto& kv : n) {
-    std::string k = kv.first.as<std::string>();
+    std::string k = yaml_string(kv.first, where + ": a key");
     const YAML::Node& v = kv.second;
     std::string at = where + "." + k;
     if (!kKeys.count(k)) throw Error(where + ": unknown key '" + k + "' (known: " + known_list() + ")");
-    try {
-      if (k == "extra_body" || k == "providers") {
-        json j = to_json(v);
-        if (!j.is_object()) throw Error(at + ": must be a mapping");
-        if (k == "extra_body") {
-          ep.extra_body.merge_patch(j);
-        } else {
-          for (auto& [name, fields] : j.items()) {
-            if (!fields.is_object()) throw Error(at + "." + name + ": must be a mapping of request-body fields");
-            e.providers[name] = fields;
-          }
+    if (k == "extra_body" || k == "providers") {
+      if (!v.IsMap()) throw Error(at + ": expected a mapping, got " + describe_yaml(v));
+      json j = to_json(v);
+      if (k == "extra_body") {
+        ep.extra_body.merge_patch(j);
+      } else {
+        for (auto& [name, fields] : j.items()) {
+          if (!fields.is_object())
+            throw Error(at + "." + name + ": expected a mapping of request-body fields, got " + describe_json(fields));
+          e.providers[name] = fields;
         }
-        continue;
       }
-      if (!v.IsScalar()) throw Error(at + ": must be a scalar");
-      if (k == "base_url") ep.base_url = v.as<std::string>();
-      else if (k == "model") ep.model = v.as<std::string>();
-      else if (k == "api_key_env") ep.api_key_env = v.as<std::string>();
-      else if (k == "temperature") ep.temperature = v.as<double>();
-      else if (k == "max_tokens") ep.max_tokens = v.as<int64_t>();
-      else if (k == "reasoning_effort") ep.reasoning_effort = v.as<std::string>();
-      else if (k == "effort_field") ep.effort_field = v.as<std::string>();
-      else if (k == "connect_timeout_s") ep.connect_timeout_s = v.as<double>();
-      else if (k == "timeout_s") ep.timeout_s = v.as<double>();
-      else if (k == "max_retries") ep.max_retries = v.as<int>();
-      else if (k == "backoff_base_s") ep.backoff_base_s = v.as<double>();
-      else if (k == "backoff_cap_s") ep.backoff_cap_s = v.as<double>();
-      else if (k == "requests_per_minute") ep.requests_per_minute = v.as<double>();
-      else if (k == "price_input_per_m") ep.price_input_per_m = v.as<double>();
-      else if (k == "price_output_per_m") ep.price_output_per_m = v.as<double>();
-    } catch (const YAML::Exception& ex) {
-      throw Error(at + ": wrong value type ('" + (v.IsScalar() ? v.Scalar() : std::string("...")) + "'): " + ex.what());
+      continue;
     }
+    if (!v.IsScalar()) throw Error(at + ": expected a scalar, got " + describe_yaml(v));
+    if (k == "base_url") ep.base_url = yaml_string(v, at);
+    else if (k == "model") ep.model = yaml_string(v, at);
+    else if (k == "api_key_env") ep.api_key_env = yaml_string(v, at);
+    else if (k == "temperature") ep.temperature = yaml_number(v, at);
+    else if (k == "max_tokens") ep.max_tokens = yaml_int(v, at);
+    else if (k == "reasoning_effort") ep.reasoning_effort = yaml_string(v, at);
+    else if (k == "effort_field") ep.effort_field = yaml_string(v, at);
+    else if (k == "connect_timeout_s") ep.connect_timeout_s = yaml_number(v, at);
+    else if (k == "timeout_s") ep.timeout_s = yaml_number(v, at);
+    else if (k == "max_retries") ep.max_retries = yaml_int(v, at);
+    else if (k == "backoff_base_s") ep.backoff_base_s = yaml_number(v, at);
+    else if (k == "backoff_cap_s") ep.backoff_cap_s = yaml_number(v, at);
+    else if (k == "requests_per_minute") ep.requests_per_minute = yaml_number(v, at);
+    else if (k == "price_input_per_m") ep.price_input_per_m = yaml_number(v, at);
+    else if (k == "price_output_per_m") ep.price_output_per_m = yaml_number(v, at);
   }
 }
 
@@ -111,23 +109,20 @@ std::string names_of(const std::map<std::string, EndpointEntry>& m) {
 }  // namespace
 
 EndpointFile parse_endpoints(const std::string& text, const std::string& origin) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw Error(origin + ": invalid YAML: " + e.what());
-  }
-  if (!root.IsMap()) throw Error(origin + ": an endpoints file is a mapping with 'models' (and optional 'defaults')");
+  YAML::Node root = parse_yaml_text(text, origin);
+  if (!root.IsMap())
+    throw Error(origin + ": an endpoints file is a mapping with 'models' (and optional 'defaults'), got " + describe_yaml(root));
   for (const auto& kv : root) {
-    std::string k = kv.first.as<std::string>();
+    std::string k = yaml_string(kv.first, origin + ": a top-level key");
     if (k != "models" && k != "defaults") throw Error(origin + ": unknown key '" + k + "' (known: defaults, models)");
   }
   if (!root["models"] || !root["models"].IsMap() || root["models"].size() == 0)
-    throw Error(origin + ": 'models' must be a non-empty mapping nickname -> endpoint");
+    throw Error(origin + ": models: expected a non-empty mapping nickname -> endpoint, got " +
+                (root["models"] ? describe_yaml(root["models"]) : std::string("nothing")));
   EndpointFile f;
   f.path = origin;
   for (const auto& kv : root["models"]) {
-    std::string nick = kv.first.as<std::string>();
+    std::string nick = yaml_string(kv.first, origin + ": models: a nickname");
     if (nick.empty() || nick.find('#') != std::string::npos)
       throw Error(origin + ": model nickname '" + nick + "' must be non-empty and free of '#' (participant ids use '#')");
     EndpointEntry e;

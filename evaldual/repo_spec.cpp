@@ -9,6 +9,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "evaldual/input_fields.h"
 #include "common/strings.h"
 #include "evaldual/process.h"
 #include "evaldual/workspace_sandbox.h"
@@ -32,7 +33,8 @@ std::string default_injected(const std::string& language) {
 
 json outcome_json(const TestOutcome& o) {
   return {{"adapter", o.adapter}, {"passed", o.passed},   {"failed", o.failed},         {"errors", o.errors},
-          {"skipped", o.skipped}, {"total", o.total},     {"failed_tests", o.failed_tests}, {"summary_found", o.summary_found},
+          {"skipped", o.skipped}, {"xfailed", o.xfailed}, {"xpassed", o.xpassed},     {"deselected", o.deselected},
+          {"warnings", o.warnings}, {"total", o.total},   {"failed_tests", o.failed_tests}, {"summary_found", o.summary_found},
           {"ok", o.ok},           {"reason", o.reason}};
 }
 
@@ -43,6 +45,10 @@ TestOutcome outcome_from(const json& j) {
   o.failed = j.value("failed", 0);
   o.errors = j.value("errors", 0);
   o.skipped = j.value("skipped", 0);
+  o.xfailed = j.value("xfailed", 0);
+  o.xpassed = j.value("xpassed", 0);
+  o.deselected = j.value("deselected", 0);
+  o.warnings = j.value("warnings", 0);
   o.total = j.value("total", 0);
   o.failed_tests = j.value("failed_tests", std::vector<std::string>{});
   o.summary_found = j.value("summary_found", false);
@@ -73,24 +79,21 @@ DiffOptions RepoSpec::diff_options() const {
 }
 
 RepoSpec parse_repo_spec(const std::string& text, const std::string& origin) {
-  YAML::Node n;
-  try {
-    n = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw Error(origin + ": invalid YAML: " + e.what());
-  }
-  if (!n.IsMap()) throw Error(origin + ": a repository spec must be a YAML mapping");
+  YAML::Node n = parse_yaml_text(text, origin);
+  if (!n.IsMap()) throw Error(origin + ": a repository spec must be a YAML mapping, got " + describe_yaml(n));
   static const std::set<std::string> known = {"name",    "source",   "commit",      "language",
                                               "setup",   "test_command", "adapter", "injected_test_command",
                                               "exclude_paths", "protected_paths", "timeout_s"};
   for (const auto& kv : n) {
-    std::string k = kv.first.as<std::string>();
+    std::string k = yaml_string(kv.first, origin + ": a key");
     if (!known.count(k)) throw Error(origin + ": unknown key '" + k + "' (known: name, source, commit, language, setup, test_command, adapter, injected_test_command, exclude_paths, protected_paths, timeout_s)");
   }
+  auto at = [&](const char* key) { return origin + ": " + key; };
   auto req = [&](const char* key) {
-    if (!n[key] || n[key].IsNull() || n[key].as<std::string>().empty())
-      throw Error(origin + ": missing required key '" + key + "'");
-    return n[key].as<std::string>();
+    if (!n[key] || n[key].IsNull()) throw Error(origin + ": missing required key '" + key + "'");
+    std::string v = yaml_string(n[key], at(key));
+    if (v.empty()) throw Error(at(key) + ": empty; expected a non-empty string");
+    return v;
   };
   RepoSpec s;
   s.spec_path = origin;
@@ -101,23 +104,24 @@ RepoSpec parse_repo_spec(const std::string& text, const std::string& origin) {
   s.language = req("language");
   s.test_command = req("test_command");
   s.adapter = req("adapter");
-  parse_test_output(s.adapter, "", 0);  // throws naming the unknown adapter
-  if (n["commit"]) s.commit = n["commit"].as<std::string>();
-  if (n["setup"]) {
-    if (!n["setup"].IsSequence()) throw Error(origin + ": 'setup' must be a list of shell commands");
-    for (const auto& c : n["setup"]) s.setup.push_back(c.as<std::string>());
+  try {
+    parse_test_output(s.adapter, "", 0);
+  } catch (const Error& e) {
+    throw Error(at("adapter") + ": " + e.what());
   }
-  if (n["exclude_paths"]) {
-    if (!n["exclude_paths"].IsSequence()) throw Error(origin + ": 'exclude_paths' must be a list");
-    for (const auto& c : n["exclude_paths"]) s.exclude_paths.push_back(c.as<std::string>());
-  }
+  if (n["commit"]) s.commit = yaml_string(n["commit"], at("commit"));
+  if (n["setup"]) s.setup = yaml_string_list(n["setup"], at("setup"));
+  if (n["exclude_paths"]) s.exclude_paths = yaml_string_list(n["exclude_paths"], at("exclude_paths"));
   s.protected_paths = default_protected_paths();
   if (n["protected_paths"]) {
-    if (!n["protected_paths"].IsSequence()) throw Error(origin + ": 'protected_paths' must be a list");
-    for (const auto& c : n["protected_paths"]) s.protected_paths.push_back(c.as<std::string>());
+    for (const auto& c : yaml_string_list(n["protected_paths"], at("protected_paths"))) s.protected_paths.push_back(c);
   }
-  if (n["timeout_s"]) s.timeout_s = n["timeout_s"].as<double>();
-  s.injected_test_command = n["injected_test_command"] ? n["injected_test_command"].as<std::string>() : default_injected(s.language);
+  if (n["timeout_s"]) {
+    s.timeout_s = yaml_number(n["timeout_s"], at("timeout_s"));
+    if (!(s.timeout_s > 0)) throw Error(at("timeout_s") + ": " + n["timeout_s"].Scalar() + " is not positive; expected seconds > 0");
+  }
+  s.injected_test_command = n["injected_test_command"] ? yaml_string(n["injected_test_command"], at("injected_test_command"))
+                                                       : default_injected(s.language);
   if (s.injected_test_command.find("{tests}") == std::string::npos)
     throw Error(origin + ": 'injected_test_command' must contain {tests}" +
                 (s.injected_test_command.empty() ? " (no default for language '" + s.language + "')" : ""));
@@ -242,16 +246,21 @@ PreparedRepo setup_repo(const RepoSpec& spec, const std::string& work_dir) {
 PreparedRepo load_prepared_repo(const std::string& work_dir, const std::string& name) {
   fs::path f = fs::path(work_dir) / name / "repo.json";
   if (!fs::exists(f)) throw Error("repository '" + name + "' is not set up in " + work_dir + " (missing " + f.string() + "; run `spade duel repos setup`)");
-  json j = json::parse(read_file(f.string()), nullptr, false);
-  if (j.is_discarded()) throw Error(f.string() + ": invalid JSON");
+  json j = read_json_document(f.string());
   PreparedRepo p;
-  std::string spec_path = j.value("spec_path", "");
+  std::string spec_path;
+  try {
+    spec_path = j.value("spec_path", "");
+    p.pin = j.value("pin", "");
+    p.tree_hash = j.value("tree_hash", "");
+    p.baseline = outcome_from(j.value("baseline", json::object()));
+    p.pre_existing_failures = j.value("pre_existing_failures", std::vector<std::string>{});
+  } catch (const json::exception&) {
+    throw Error(f.string() + ": malformed prepared-repository record (a field of the wrong type: spec_path, pin, "
+                             "tree_hash, baseline or pre_existing_failures); rerun `spade duel repos setup`");
+  }
   if (!spec_path.empty() && fs::exists(spec_path)) p.spec = load_repo_spec(spec_path);
   p.pristine_dir = (fs::path(work_dir) / name / "pristine").string();
-  p.pin = j.value("pin", "");
-  p.tree_hash = j.value("tree_hash", "");
-  p.baseline = outcome_from(j.value("baseline", json::object()));
-  p.pre_existing_failures = j.value("pre_existing_failures", std::vector<std::string>{});
   return p;
 }
 

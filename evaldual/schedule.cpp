@@ -6,6 +6,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "evaldual/input_fields.h"
 
 using nlohmann::json;
 
@@ -193,30 +194,31 @@ json tournament_state_to_json(const TournamentState& s) {
 }
 
 TournamentState tournament_state_from_json(const json& j, const std::string& source) {
+  if (j.is_array() || (j.is_object() && j.contains("matches") && !j.contains("schedule")))
+    throw Error(source + ": this is a match list, not a tournament state (state.json: tournament_id, format, "
+                         "participants, schedule)");
+  JsonFields f(j, source);
   TournamentState s;
-  try {
-    s.tournament_id = j.at("tournament_id").get<std::string>();
-    s.format = j.at("format").get<std::string>();
-    s.participants = j.at("participants").get<std::vector<std::string>>();
-    for (const json& m : j.at("schedule")) {
-      ScheduledMatch sm;
-      sm.round = m.at("round").get<int>();
-      sm.a = m.at("a").get<std::string>();
-      sm.b = m.at("b").get<std::string>();
-      sm.match_id = m.at("match_id").get<std::string>();
-      sm.done = m.at("done").get<bool>();
-      s.schedule.push_back(sm);
-    }
-    if (s.format == "active_sampling") {
-      s.newcomer = j.at("newcomer").get<std::string>();
-      s.budget = j.at("budget").get<int>();
-    } else if (s.format != "round_robin") {
-      throw Error("format '" + s.format + "' is not round_robin or active_sampling");
-    }
-  } catch (const json::exception& e) {
-    throw Error(source + ": malformed tournament state: " + e.what());
-  } catch (const Error& e) {
-    throw Error(source + ": " + e.what());
+  s.tournament_id = f.string("tournament_id");
+  s.format = f.string("format");
+  if (s.format != "round_robin" && s.format != "active_sampling")
+    throw Error(f.path("format") + ": '" + s.format + "' is not round_robin or active_sampling");
+  s.participants = f.strings("participants");
+  const json& sched = f.at("schedule");
+  if (!sched.is_array()) throw Error(f.path("schedule") + ": expected an array of matches, got " + describe_json(sched));
+  for (size_t i = 0; i < sched.size(); ++i) {
+    JsonFields m(sched[i], f.path("schedule") + "[" + std::to_string(i) + "]");
+    ScheduledMatch sm;
+    sm.round = m.integer("round");
+    sm.a = m.string("a");
+    sm.b = m.string("b");
+    sm.match_id = m.string("match_id");
+    sm.done = m.boolean("done");
+    s.schedule.push_back(sm);
+  }
+  if (s.format == "active_sampling") {
+    s.newcomer = f.string("newcomer");
+    s.budget = f.integer("budget");
   }
   return s;
 }
@@ -226,14 +228,7 @@ void save_tournament_state(const std::string& path, const TournamentState& state
 }
 
 TournamentState load_tournament_state(const std::string& path) {
-  std::string text = read_file(path);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(path + ": not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what());
-  }
-  return tournament_state_from_json(j, path);
+  return tournament_state_from_json(read_json_document(path), path);
 }
 
 }  // namespace spade::evaldual

@@ -102,7 +102,8 @@ TEST(MatchRecord, ErrorsNameTheRecordAndKey) {
   EXPECT_NE(error_of(json::array({bad_turn})).find("turns[0]"), std::string::npos);
   bad_turn["turns"] = json::array({{{"red", "A"}, {"blue", "B"}, {"blue_composite", 2}}});
   EXPECT_NE(error_of(json::array({bad_turn})).find("outside [0, 1]"), std::string::npos);
-  EXPECT_NE(error_of(json{{"rankings", json::array()}}).find("without a \"matches\" array"), std::string::npos);
+  EXPECT_NE(error_of(json{{"rankings", json::array()}}).find("or an object with a \"matches\" array), got an object"),
+            std::string::npos);
 }
 
 TEST(MatchRecord, TimeOrderUsesTimestampsOnlyWhenAllHaveOne) {
