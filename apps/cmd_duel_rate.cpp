@@ -24,15 +24,16 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <memory>
 #include <random>
 #include <thread>
 
 #include "apps/commands.h"
-#include "apps/json_io.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "evaldual/input_fields.h"
 #include "evaldual/rankings.h"
 #include "evaldual/report.h"
 #include "evaldual/schedule.h"
@@ -62,7 +63,8 @@ void add_rate_command(CLI::App* duel) {
   CLI::App* rate = duel->add_subcommand("rate", "rate match records: Bradley-Terry + bootstrap CIs, Elo, rankings JSON");
   rate->add_option("--matches", args->matches, "match records JSON: [ {match_id, model_a, model_b, outcome}, ... ]")
       ->required();
-  rate->add_option("--bootstrap", args->bootstrap, "bootstrap resamples of matches (default 1000; 0 = none)");
+  rate->add_option("--bootstrap", args->bootstrap, "bootstrap resamples of matches (default 1000; 0 = none)")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
   rate->add_option("--seed", args->seed, "bootstrap seed (default 42)");
   rate->add_option("--out", args->out, "write the rankings JSON here (atomically) and print a table");
   rate->add_option("--tournament-id", args->tournament_id, "tournament_id (default: from the input, else its file name)");
@@ -70,7 +72,7 @@ void add_rate_command(CLI::App* duel) {
   rate->callback([args] {
     set_action([args] {
       const Args& a = *args;
-      const json doc = read_json_file(a.matches);
+      const json doc = evaldual::read_json_document(a.matches);
       std::vector<evaldual::MatchRecord> ms = evaldual::matches_from_json(doc, a.matches);
       evaldual::RankingOptions o;
       o.bootstrap_samples = a.bootstrap;
@@ -97,11 +99,8 @@ void add_rate_command(CLI::App* duel) {
         std::printf("%zu matches, %zu participants, %d bootstrap draws (seed %llu) -> %s\n", ms.size(),
                     r.rankings.size(), r.bootstrap_samples, static_cast<unsigned long long>(r.seed), a.out.c_str());
       }
-      if (r.bootstrap_unconverged > 0) {
-        std::fprintf(stderr,
-                     "note: %d bootstrap fits hit the iteration cap (a participant without wins or without losses "
-                     "in that draw; its rating there is finite but capped, see evaldual/bradley_terry.h)\n",
-                     r.bootstrap_unconverged);
+      if (a.out.empty()) {  // the table (which carries them) went nowhere: the notes go to stderr
+        for (const std::string& n : evaldual::rankings_notes(r)) std::fprintf(stderr, "note: %s\n", n.c_str());
       }
       return 0;
     });
@@ -268,7 +267,7 @@ void add_report_command(CLI::App* duel) {
   report->callback([args] {
     set_action([args] {
       const Args& a = *args;
-      const json doc = read_json_file(a.rankings);
+      const json doc = evaldual::read_json_document(a.rankings);
       evaldual::Rankings r = evaldual::rankings_from_json(doc, a.rankings);
       std::string text = a.format == "latex" ? evaldual::rankings_latex(r) : evaldual::rankings_markdown(r);
       if (a.out.empty()) std::fputs(text.c_str(), stdout);

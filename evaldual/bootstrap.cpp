@@ -39,6 +39,7 @@ BootstrapResult bootstrap_ratings(const std::vector<std::string>& ids, const std
   const int B = options.samples;
   const size_t M = ordered.size();
   out.samples = B;
+  out.unidentified_draws.assign(n, 0);
 
   std::vector<double> scores(static_cast<size_t>(B) * n), elos;  // [b*n + i]
   std::vector<int> ranks(static_cast<size_t>(B) * n);
@@ -54,7 +55,8 @@ BootstrapResult bootstrap_ratings(const std::vector<std::string>& ids, const std
     for (size_t k : draw) counts.add(ordered[k].a, ordered[k].b, ordered[k].score_a);
     BtFit fit = fit_bradley_terry(counts, options.bt);
     if (!fit.converged) ++out.unconverged;
-    std::vector<int> r = rank_by_score(fit.scores, ids);
+    for (int i = 0; i < n; ++i) out.unidentified_draws[i] += !bt_finite(fit.status[i]);
+    std::vector<int> r = rank_by_score(fit.scores);
     std::copy(fit.scores.begin(), fit.scores.end(), scores.begin() + static_cast<size_t>(b) * n);
     std::copy(r.begin(), r.end(), ranks.begin() + static_cast<size_t>(b) * n);
     if (options.elo) {

@@ -5,7 +5,13 @@
 //   - participants: every id in the matches (plus RankingOptions::participants), sorted by id;
 //   - points = wins + draws / 2 (ours: the reference names the field, not its formula); W/D/L counts;
 //   - bradley_terry: MM fit on all matches (bradley_terry.h), bootstrap CI (bootstrap.h); the table's
-//     rank is the BT rank (paper Table 1 is sorted by BT log-strength);
+//     rank is the BT rank (paper Table 1 is sorted by BT log-strength). Each BT value carries its
+//     status (bradley_terry.h BtStatus: identified, capped, above, below, between, apart, no_games)
+//     and, with a bootstrap, the draws in which it had no finite MLE and whether its interval is
+//     therefore valid (bootstrap.h ci_identified());
+//   - every rank (BT, Elo, TrueSkill, contested BT) is a standard competition rank: equal values share
+//     a rank and the next rank skips ("1, 1, 3"; bradley_terry.h rank_by_score() says why); rows are
+//     listed by rank, ties by id;
 //   - elo: replayed in match-time order (elo.h, match_time_order()), CI from the same bootstrap draws;
 //   - trueskill: replayed in the same match-time order (trueskill.h); rank by mu - 3 sigma, ties by id;
 //   - bootstrap_median_rank, rank_interval, rank_histogram: from the match bootstrap;
@@ -19,12 +25,13 @@
 //    "bootstrap" +: {"samples", "seed", "unconverged"},
 //    "rankings": [{"rank", "participant" +, "model", "harness", "effort", "provider", "points",
 //                  "matches_played", "wins" +, "draws" +, "losses" +,
-//                  "bradley_terry": {"score", "rank", "ci": [lo, hi] | null},
+//                  "bradley_terry": {"score", "rank", "ci": [lo, hi] | null, "status" +,
+//                                    "unidentified_draws" + (with a bootstrap), "ci_identified" + (with a ci)},
 //                  "elo": {"rating", "rank", "ci": [lo, hi] | null},
 //                  "trueskill": {"mu", "sigma", "score" (mu - 3 sigma), "rank"} | null (null only in
 //                               documents written before the field existed),
 //                  "red_elo" + | null, "blue_elo" + | null,
-//                  "contested_bt": {"score", "rank", "ci"} | null,
+//                  "contested_bt": {"score", "rank", "ci", "status" +, ...as bradley_terry} | null,
 //                  "bootstrap_median_rank" | null, "rank_interval": [lo, hi] | null,
 //                  "rank_histogram": [draws at rank 1, 2, ...] (empty without bootstrap)}],
 //    "head_to_head": [{"model_a", "model_b", "a_wins", "b_wins", "draws", "matches"}],  // model_a < model_b
@@ -58,7 +65,7 @@ struct RankingOptions {
   nlohmann::json repos;                 // copied to the JSON when not null
   std::optional<int> targets_per_repo;  // copied to the JSON when set
   std::vector<std::string> participants;  // extra ids to list even without matches
-  int bootstrap_samples = 1000;         // 0 disables every CI, histogram and median rank
+  int bootstrap_samples = 1000;         // 0 disables every CI, histogram and median rank; < 0 is an error
   uint64_t seed = 42;
   BtOptions bt;
   EloOptions elo;
@@ -68,8 +75,13 @@ struct RankingOptions {
 /// A rating with its rank and optional 95% bootstrap interval.
 struct RatedValue {
   double value = 0;   // BT log-strength, or Elo rating
-  int rank = 0;       // 1-based, ties by id
+  int rank = 0;       // 1-based standard competition rank (ties share it)
   std::optional<std::pair<double, double>> ci;
+  std::optional<BtStatus> status;  // BT values only (absent in documents written before the field)
+  int unidentified_draws = 0;      // BT with a bootstrap: draws without a finite MLE (bootstrap.h)
+
+  /// False when the interval is not that of a finite rating (bootstrap.h ci_identified()).
+  bool ci_valid(int samples) const { return !ci || ci_identified(unidentified_draws, samples); }
 };
 
 /// A TrueSkill rating with its rank (trueskill.h).
@@ -116,20 +128,36 @@ struct Rankings {
 };
 
 /// Rates `matches` (see the file comment). Throws spade::Error on an invalid participant id in
-/// options.participants; the matches themselves are validated by match_record.h's parsers.
+/// options.participants or a negative options.bootstrap_samples; the matches themselves are validated
+/// by match_record.h's parsers.
 Rankings compute_rankings(const std::vector<MatchRecord>& matches, const RankingOptions& options = {});
 
 /// Serialises to the rankings JSON above.
 nlohmann::json rankings_to_json(const Rankings& r);
 /// Parses rankings_to_json()'s form; rankings_to_json(rankings_from_json(j)) == j for such j.
-/// Throws spade::Error naming `source` and the key on a malformed document.
+/// Throws spade::Error naming `source`, the field and what was expected on a malformed document, and
+/// saying so (with the command that rates it) when `j` is a match list rather than rankings.
 Rankings rankings_from_json(const nlohmann::json& j, const std::string& source);
 
-/// Rating uncertainty per participant id: the width of its BT bootstrap CI (0 without one), the
-/// tie-break input of active_sampling_candidates() (schedule.h).
+/// Rating uncertainty per participant id: the width of its BT bootstrap CI (0 without one; +infinity
+/// when the interval is not identified, bootstrap.h ci_identified()), the tie-break input of
+/// active_sampling_candidates() (schedule.h).
 std::map<std::string, double> rating_uncertainty(const Rankings& r);
 
-/// A plain-text table (rank, participant, BT score [CI], Elo, W-D-L, median rank) for terminals.
+/// A plain-text table (rank, participant, BT score [CI], Elo, W-D-L, median rank, note) for
+/// terminals; the note column marks BT values and intervals that are not valid ratings, explained in
+/// lines after the table (rankings_notes()).
 std::string rankings_table(const Rankings& r);
+
+/// The explanations behind the marks of a leaderboard, one sentence each, in a fixed order: what a
+/// shared rank means (when a rank is shared), then one line per BT status other than identified that
+/// occurs (bt_status_meaning()), one for intervals without a finite MLE in too many draws, and one for
+/// intervals every draw agreed on. Empty for a leaderboard of valid, distinct ratings.
+std::vector<std::string> rankings_notes(const Rankings& r);
+
+/// The mark of one BT value in reports: "" for a valid rating, else a short tag ("not identified:
+/// never lost", "capped", ...), and of its interval ("" or "interval not identified in K of B draws").
+std::string bt_value_mark(const RatedValue& v);
+std::string bt_interval_mark(const RatedValue& v, int samples);
 
 }  // namespace spade::evaldual

@@ -7,7 +7,11 @@
 // Number formats: BT log-strengths with 2 decimals and an explicit sign ("+0.53"), CIs as
 // "[-0.10, +1.20]", Elo rounded to an integer, TrueSkill as mu and sigma with 1 decimal ("27.1 ± 6.2";
 // LaTeX "$27.1 \pm 6.2$"), the median rank with 1 decimal; a missing value is "–"
-// (Markdown) or "--" (LaTeX). Names are escaped for the target format (Markdown: | and \ ; LaTeX:
+// (Markdown) or "--" (LaTeX). A rating that is not a valid one (rankings.h bt_value_mark /
+// bt_interval_mark: not identified, capped, not comparable, no games, an interval without a finite MLE
+// in too many draws, or one every draw agreed on) is marked in a Note column, which appears only when
+// some row has a mark, and the marks are explained after the table (Markdown: a list; LaTeX: in the
+// caption), as are shared ranks (rankings_notes()). Names are escaped for the target format (Markdown: | and \ ; LaTeX:
 // \ { } $ & # ^ _ % ~).
 #pragma once
 #include <string>

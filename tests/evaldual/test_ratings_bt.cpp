@@ -79,7 +79,8 @@ TEST(BradleyTerry, ConnectedWithDrawsMatchesNewton) {
   // bt_reference.py "connected".
   expect_all_near(fit.scores, {0.4393610714, -0.1655846834, -0.0413861008, -0.2323902872}, kTol);
   EXPECT_NEAR(mean(fit.scores), 0.0, 1e-12);
-  EXPECT_EQ(rank_by_score(fit.scores, {"A", "B", "C", "D"}), (std::vector<int>{1, 3, 2, 4}));
+  EXPECT_EQ(rank_by_score(fit.scores), (std::vector<int>{1, 3, 2, 4}));
+  for (BtStatus st : fit.status) EXPECT_EQ(st, BtStatus::identified);
 }
 
 TEST(BradleyTerry, DisconnectedGraphFitsAndCentresEachComponent) {
@@ -87,6 +88,9 @@ TEST(BradleyTerry, DisconnectedGraphFitsAndCentresEachComponent) {
   EXPECT_TRUE(fit.converged);
   EXPECT_EQ(fit.components, 2);
   EXPECT_EQ(fit.component, (std::vector<int>{0, 0, 0, 1, 1}));
+  // The larger component is the main one; the other shares no scale with it.
+  EXPECT_EQ(fit.status, (std::vector<BtStatus>{BtStatus::identified, BtStatus::identified, BtStatus::identified,
+                                               BtStatus::apart, BtStatus::apart}));
   // bt_reference.py "disconnected": Newton per component, each centred.
   expect_all_near(fit.scores, {0.2911343575, 0.0, -0.2911343575, 0.2554128119, -0.2554128119}, kTol);
   expect_finite(fit.scores);
@@ -98,8 +102,8 @@ TEST(BradleyTerry, AllDrawsGiveZeroWithoutNaN) {
   EXPECT_TRUE(fit.converged);
   EXPECT_EQ(fit.iterations, 1);
   for (double s : fit.scores) EXPECT_EQ(s, 0.0);  // W_i equals the MM denominator exactly
-  // All tied: ranks fall back to the ids.
-  EXPECT_EQ(rank_by_score(fit.scores, {"d", "c", "b", "a"}), (std::vector<int>{4, 3, 2, 1}));
+  // All tied: all share rank 1.
+  EXPECT_EQ(rank_by_score(fit.scores), (std::vector<int>{1, 1, 1, 1}));
 }
 
 TEST(BradleyTerry, NoGamesAndIsolatedParticipants) {
@@ -127,14 +131,14 @@ TEST(BradleyTerry, ZeroWinsStaysFiniteAndLast) {
   expect_finite(fit.scores);
   EXPECT_FALSE(fit.converged);  // the MLE of Z is -infinity: MM runs to the cap
   EXPECT_EQ(fit.iterations, 1000);
-  std::vector<int> rank = rank_by_score(fit.scores, {"A", "B", "C", "Z"});
+  std::vector<int> rank = rank_by_score(fit.scores);
   EXPECT_EQ(rank[3], 4);
   EXPECT_LT(fit.scores[3], fit.scores[1] - 3.0);
-  // The others approach the limit MLE (bt_reference.py "zero_wins_others_limit": Z's matches dropped),
-  // compared as differences because the centring includes Z.
-  const std::vector<double> limit = {0.2580256302, -0.2254893021, -0.0325363281};
-  EXPECT_NEAR(fit.scores[0] - fit.scores[1], limit[0] - limit[1], 0.02);
-  EXPECT_NEAR(fit.scores[2] - fit.scores[1], limit[2] - limit[1], 0.02);
+  EXPECT_EQ(fit.status[3], BtStatus::below);
+  // The others are the limit MLE exactly (bt_reference.py "zero_wins_others_limit": Z's matches
+  // dropped), centred over themselves.
+  expect_all_near({fit.scores[0], fit.scores[1], fit.scores[2]}, {0.2580256302, -0.2254893021, -0.0325363281}, kTol);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(fit.status[i], BtStatus::identified);
 }
 
 TEST(BradleyTerry, ZeroLossesStaysFiniteAndFirst) {
@@ -142,12 +146,86 @@ TEST(BradleyTerry, ZeroLossesStaysFiniteAndFirst) {
   std::vector<Triple> data = {{0, 1, W}, {0, 2, W}, {1, 2, W}, {2, 1, W}, {0, 1, W}};
   BtFit fit = fit_bradley_terry(counts_of(3, data));
   expect_finite(fit.scores);
-  EXPECT_EQ(rank_by_score(fit.scores, {"A", "B", "C"})[0], 1);
+  EXPECT_EQ(rank_by_score(fit.scores)[0], 1);
+  EXPECT_EQ(fit.status, (std::vector<BtStatus>{BtStatus::above, BtStatus::identified, BtStatus::identified}));
 }
 
-TEST(BradleyTerry, RankTiesBrokenById) {
-  EXPECT_EQ(rank_by_score({0.5, 0.5, 1.0}, {"b", "a", "c"}), (std::vector<int>{3, 2, 1}));
-  EXPECT_THROW(rank_by_score({0.5}, {"a", "b"}), spade::Error);
+TEST(BradleyTerry, TiesShareACompetitionRank) {
+  // Standard competition ranking, by hand: equal values share the better rank, the next one skips.
+  EXPECT_EQ(rank_by_score({0.5, 0.5, 1.0}), (std::vector<int>{2, 2, 1}));
+  EXPECT_EQ(rank_by_score({3.0, 1.0, 1.0, 0.0}), (std::vector<int>{1, 2, 2, 4}));
+  EXPECT_EQ(rank_by_score({0.0, 0.0, 0.0}), (std::vector<int>{1, 1, 1}));
+  EXPECT_EQ(rank_by_score({1.0, 1.0 + 1e-12, 0.9}), (std::vector<int>{1, 1, 3}));  // within kRankTieTolerance
+  EXPECT_EQ(rank_by_score({1.0, 1.0 + 1e-6}), (std::vector<int>{2, 1}));
+  EXPECT_TRUE(rank_by_score({}).empty());
+}
+
+TEST(BradleyTerry, IdenticalPlayersAreTiedAndIdentified) {
+  // Three players who drew every match (what an empty task bank produces): the MLE is 0 for all, so
+  // all three are rank 1 (the old code ranked them 1, 2, 3 by name).
+  std::vector<Triple> draws = {{0, 1, D}, {1, 2, D}, {2, 0, D}, {1, 0, D}};
+  BtFit fit = fit_bradley_terry(counts_of(3, draws));
+  EXPECT_EQ(rank_by_score(fit.scores), (std::vector<int>{1, 1, 1}));
+  for (BtStatus st : fit.status) EXPECT_EQ(st, BtStatus::identified);
+  // A symmetric cycle (A beat B, B beat C, C beat A) has the same MLE.
+  BtFit cycle = fit_bradley_terry(counts_of(3, {{0, 1, W}, {1, 2, W}, {2, 0, W}}));
+  EXPECT_EQ(rank_by_score(cycle.scores), (std::vector<int>{1, 1, 1}));
+  EXPECT_TRUE(cycle.converged);
+}
+
+TEST(BradleyTerry, SeparableDataIsMarkedAndTheMainGroupIsItsLimitMle) {
+  // bt_reference.py "separable": statuses by pairwise reachability (not Kosaraju) and the reference
+  // group's limit scores by Newton on the games inside it.
+  BtFit fit = fit_bradley_terry(counts_of(8, {{0, 1, W}, {1, 0, W}, {1, 2, W}, {2, 1, W}, {0, 2, W}, {2, 0, D}, {0, 1, W},
+                                              {3, 0, W}, {3, 1, W}, {2, 4, W}, {3, 4, W}, {6, 7, W}, {7, 6, W}}));
+  const std::vector<BtStatus> want = {BtStatus::identified, BtStatus::identified, BtStatus::identified,
+                                      BtStatus::above,      BtStatus::below,      BtStatus::no_games,
+                                      BtStatus::apart,      BtStatus::apart};
+  EXPECT_EQ(fit.status, want);
+  EXPECT_FALSE(fit.converged);  // the reference's fit of the separable component runs to the cap
+  EXPECT_EQ(fit.iterations, 1000);
+  expect_all_near({fit.scores[0], fit.scores[1], fit.scores[2]}, {0.5743293581, -0.2204780666, -0.3538512916}, kTol);
+  // The separated ones keep the cap's values, on the right side of the main group.
+  EXPECT_GT(fit.scores[3], fit.scores[0]);
+  EXPECT_LT(fit.scores[4], fit.scores[2]);
+  EXPECT_EQ(fit.scores[5], 0.0);
+  expect_finite(fit.scores);
+  // The values of the separated ones depend on the cap; the main group's do not.
+  BtOptions longer;
+  longer.max_iterations = 3000;
+  BtFit fit3 = fit_bradley_terry(counts_of(8, {{0, 1, W}, {1, 0, W}, {1, 2, W}, {2, 1, W}, {0, 2, W}, {2, 0, D}, {0, 1, W},
+                                               {3, 0, W}, {3, 1, W}, {2, 4, W}, {3, 4, W}, {6, 7, W}, {7, 6, W}}),
+                                  longer);
+  EXPECT_NEAR(fit3.scores[0], fit.scores[0], 1e-5);
+  EXPECT_GT(fit3.scores[3], fit.scores[3] + 1e-3);
+}
+
+TEST(BradleyTerry, ChainWithoutAGroupMarksSourcesAndSinks) {
+  // By hand: A beat B, B beat C, A beat C. No two participants beat each other both ways, so no group
+  // of two exists: A never lost (above), C never won (below), B both (between); no finite MLE at all.
+  BtFit fit = fit_bradley_terry(counts_of(3, {{0, 1, W}, {1, 2, W}, {0, 2, W}}));
+  EXPECT_EQ(fit.status, (std::vector<BtStatus>{BtStatus::above, BtStatus::between, BtStatus::below}));
+  EXPECT_EQ(rank_by_score(fit.scores), (std::vector<int>{1, 2, 3}));
+  // One game: the winner is above, the loser below.
+  BtFit one = fit_bradley_terry(counts_of(2, {{1, 0, W}}));
+  EXPECT_EQ(one.status, (std::vector<BtStatus>{BtStatus::below, BtStatus::above}));
+}
+
+TEST(BradleyTerry, StatusNamesRoundTrip) {
+  for (BtStatus st : {BtStatus::identified, BtStatus::capped, BtStatus::above, BtStatus::below, BtStatus::between,
+                      BtStatus::apart, BtStatus::no_games}) {
+    EXPECT_EQ(parse_bt_status(bt_status_name(st), "x"), st);
+    EXPECT_FALSE(bt_status_meaning(st).empty());
+  }
+  EXPECT_THROW(parse_bt_status("infinite", "r.json: rankings[0].bradley_terry.status"), spade::Error);
+}
+
+TEST(BradleyTerry, CappedWhenTheIdentifiedFitStopsEarly) {
+  // A well-posed fit cut off after 2 iterations: identified data, but not at the MLE yet.
+  BtOptions o;
+  o.max_iterations = 2;
+  BtFit fit = fit_bradley_terry(counts_of(4, kConnected), o);
+  for (BtStatus st : fit.status) EXPECT_EQ(st, BtStatus::capped);
 }
 
 TEST(BradleyTerry, CountsRejectSelfPlayAndBadIndex) {
@@ -188,7 +266,7 @@ TEST(Bootstrap, MatchesNewtonReplayOfTheSameDraws) {
   EXPECT_EQ(r.rank_high, (std::vector<int>{2, 4, 4, 4}));
   EXPECT_EQ(r.rank_histogram[0], (std::vector<int>{175, 23, 2, 0}));
   EXPECT_EQ(r.rank_histogram[1], (std::vector<int>{24, 126, 41, 9}));
-  EXPECT_EQ(r.rank_histogram[2], (std::vector<int>{1, 39, 97, 63}));
+  EXPECT_EQ(r.rank_histogram[2], (std::vector<int>{1, 39, 98, 62}));  // one draw ties C and D at 3
   EXPECT_EQ(r.rank_histogram[3], (std::vector<int>{0, 12, 60, 128}));
   // The point fit (bt_reference.py "boot_point") lies inside every interval.
   BtFit fit = fit_bradley_terry(counts_of(4, kBootData));
@@ -229,9 +307,33 @@ TEST(Bootstrap, IllPosedDrawsStayFinite) {
   expect_finite(r.median_rank);
   expect_finite(r.elo_low);
   BootstrapResult none = bootstrap_ratings({"a", "b"}, {}, o);
-  EXPECT_EQ(none.median_rank, (std::vector<double>{1.0, 2.0}));  // ties by id
+  EXPECT_EQ(none.median_rank, (std::vector<double>{1.0, 1.0}));  // all tied: all rank 1
+  EXPECT_EQ(none.unidentified_draws, (std::vector<int>{300, 300}));  // no games in any draw
   o.samples = 0;
   EXPECT_EQ(bootstrap_ratings({"a", "b"}, comps_of(data), o).samples, 0);
+}
+
+TEST(Bootstrap, SeparableDrawsAreCountedAndTheirIntervalsMarked) {
+  // kConnected plus E (4), who beat everyone in every match: E has no finite MLE in every resample
+  // (every draw's fit hit the cap, which the old code still printed as a tight interval).
+  std::vector<Triple> data = kConnected;
+  for (int k = 0; k < 4; ++k) data.push_back({4, k, W});
+  BootstrapOptions o;
+  o.samples = 200;
+  o.elo = false;
+  BootstrapResult r = bootstrap_ratings({"A", "B", "C", "D", "E"}, comps_of(data), o);
+  EXPECT_EQ(r.unidentified_draws[4], 200);  // never lost where it played; no games where it did not
+  EXPECT_FALSE(ci_identified(r.unidentified_draws[4], r.samples));
+  // First in every draw in which it played (a draw leaves all 4 of its 19 matches out with probability
+  // (15/19)^19 ~ 1.1%, then it has no games and ranks by 0), and each such draw's fit hit the cap.
+  EXPECT_GE(r.rank_histogram[4][0], 190);
+  EXPECT_GE(r.unconverged, r.rank_histogram[4][0]);
+  // The others are mostly identified (a resample may leave one of them without a win or a loss).
+  for (int i = 0; i < 4; ++i) EXPECT_LT(r.unidentified_draws[i], 200) << i;
+  // The rule: at most 2.5% of the draws unidentified.
+  EXPECT_TRUE(ci_identified(25, 1000));
+  EXPECT_FALSE(ci_identified(26, 1000));
+  EXPECT_TRUE(ci_identified(0, 0));
 }
 
 TEST(Bootstrap, BoundedIndexIsInRange) {

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "duel_test_util.h"
 #include "evaldual/rankings.h"
+#include "tests/testing/test_util.h"
 
 using namespace spade::evaldual;
 using nlohmann::json;
@@ -175,12 +176,21 @@ TEST(Rankings, PiecesAgreeWithTheRatingFunctions) {
   EXPECT_EQ(a.participant.id(), "A#mini");  // 2-0
   EXPECT_EQ(a.wins, 2);
   EXPECT_EQ(a.points, 2.0);
-  // D never played: its own component, score 0, which ranks it above B's negative score (scores of
-  // different components share no scale; bradley_terry.h).
-  const RankingEntry& d = r.rankings[1];
+  // A never lost (beat B and C): not identified, above the main group {B, C}, first. D never played:
+  // score 0 by convention, marked no_games, ranked by that 0 between C (+) and B (-) (the mark says
+  // the number is not a rating; bradley_terry.h).
+  EXPECT_EQ(a.bradley_terry.status, BtStatus::above);
+  const RankingEntry& d = r.rankings[2];
   EXPECT_EQ(d.participant.id(), "D#idle");
   EXPECT_EQ(d.matches_played, 0);
   EXPECT_EQ(d.bradley_terry.value, 0.0);
+  EXPECT_EQ(d.bradley_terry.status, BtStatus::no_games);
+  EXPECT_EQ(r.rankings[1].participant.id(), "C");
+  EXPECT_EQ(r.rankings[1].bradley_terry.status, BtStatus::identified);
+  // {B, C}: one draw and C's win, so C has 1.5 of 2: p_C / p_B = 3, centred: +-log(3)/2 (by hand).
+  EXPECT_NEAR(r.rankings[1].bradley_terry.value, 0.5 * std::log(3.0), 1e-5);
+  EXPECT_EQ(a.bradley_terry.unidentified_draws, 200);  // A has no loss in any resample
+  EXPECT_FALSE(a.bradley_terry.ci_valid(200));
 
   // Contested BT: the auto-win turn is left out. Contested turns (Red vs Blue, Red scores 1 iff Blue
   // failed): A red beats B (t1), B red loses to A (t2), A red loses to B (t3).
@@ -271,4 +281,127 @@ TEST(Rankings, NoBootstrapNoTurns) {
   EXPECT_EQ(rankings_to_json(rankings_from_json(j, "r")), j);
   Rankings empty = compute_rankings({}, o);
   EXPECT_TRUE(empty.rankings.empty());
+}
+
+// ---------------------------------------------------------------- issue 17: never a meaningless number
+
+namespace {
+
+// Three players, every match a draw (what a round robin on an empty bank produces).
+std::vector<MatchRecord> all_draws() {
+  json doc = json::array();
+  int k = 0;
+  for (auto [a, b] : {std::make_pair("x", "y"), std::make_pair("y", "z"), std::make_pair("x", "z")})
+    for (int rep = 0; rep < 2; ++rep) doc.push_back(match_json("d" + std::to_string(k++), a, b, "draw"));
+  return matches_from_json(doc, "draws.json");
+}
+
+std::string rankings_error(const json& j) {
+  return spade::fixtures::error_of([&] { rankings_from_json(j, "r.json"); });
+}
+
+}  // namespace
+
+TEST(Rankings, IdenticalPlayersShareRankOne) {
+  RankingOptions o;
+  o.exported_at = "x";
+  o.bootstrap_samples = 100;
+  Rankings r = compute_rankings(all_draws(), o);
+  ASSERT_EQ(r.rankings.size(), 3u);
+  for (const RankingEntry& e : r.rankings) {
+    EXPECT_EQ(e.rank, 1) << e.participant.id();  // was 1, 2, 3 by name
+    EXPECT_EQ(e.elo.rank, 1);
+    // (TrueSkill is not tied: its updates depend on the order of the matches, so the three differ.)
+    EXPECT_EQ(e.bradley_terry.status, BtStatus::identified);
+    EXPECT_EQ(e.rank_interval, std::make_pair(1, 1));
+    EXPECT_EQ(e.bradley_terry.ci, std::make_pair(0.0, 0.0));  // every resample is all draws
+  }
+  // Listed by rank, then id; the table and the notes say what the shared rank and the flat interval mean.
+  EXPECT_EQ(r.rankings[0].participant.id(), "x");
+  std::string table = rankings_table(r);
+  EXPECT_NE(table.find("all draws equal"), std::string::npos) << table;
+  EXPECT_NE(table.find("shared rank: equal ratings share a rank"), std::string::npos) << table;
+  json j = rankings_to_json(r);
+  EXPECT_EQ(j["rankings"][2]["rank"], 1);
+  EXPECT_EQ(j["rankings"][2]["bradley_terry"]["status"], "identified");
+}
+
+TEST(Rankings, SeparableRatingsAreMarkedInJsonAndTable) {
+  // "s" beat both others in every match; "p" and "q" split theirs: s has no finite MLE (never lost).
+  json doc = json::array({match_json("m1", "s", "p", "a_wins"), match_json("m2", "q", "s", "b_wins"),
+                          match_json("m3", "p", "q", "a_wins"), match_json("m4", "q", "p", "a_wins"),
+                          match_json("m5", "s", "q", "a_wins")});
+  RankingOptions o;
+  o.exported_at = "x";
+  o.bootstrap_samples = 200;
+  Rankings r = compute_rankings(matches_from_json(doc, "m.json"), o);
+  const RankingEntry& s = r.rankings[0];
+  EXPECT_EQ(s.participant.id(), "s");
+  EXPECT_EQ(s.bradley_terry.status, BtStatus::above);
+  EXPECT_EQ(s.bradley_terry.unidentified_draws, 200);
+  EXPECT_FALSE(s.bradley_terry.ci_valid(200));
+  EXPECT_EQ(bt_value_mark(s.bradley_terry), "not identified (+inf)");
+  EXPECT_EQ(bt_interval_mark(s.bradley_terry, 200), "interval not identified in 200 of 200 draws");
+  // p and q: 1-1 against each other, identified at 0 (by hand: equal wins, centred).
+  for (size_t k = 1; k < 3; ++k) {
+    EXPECT_EQ(r.rankings[k].bradley_terry.status, BtStatus::identified);
+    EXPECT_NEAR(r.rankings[k].bradley_terry.value, 0.0, 1e-9);
+    EXPECT_EQ(r.rankings[k].rank, 2);
+  }
+  json j = rankings_to_json(r);
+  const json& bt = j["rankings"][0]["bradley_terry"];
+  EXPECT_EQ(bt["status"], "above");
+  EXPECT_EQ(bt["unidentified_draws"], 200);
+  EXPECT_EQ(bt["ci_identified"], false);
+  EXPECT_EQ(rankings_to_json(rankings_from_json(j, "r.json")), j);
+  std::string table = rankings_table(r);
+  EXPECT_NE(table.find("not identified (+inf); interval not identified in 200 of 200 draws"), std::string::npos) << table;
+  EXPECT_NE(table.find("never lost to the main group"), std::string::npos) << table;
+  EXPECT_NE(table.find("not a confidence interval"), std::string::npos) << table;
+}
+
+TEST(Rankings, NegativeBootstrapIsRefused) {
+  RankingOptions o;
+  o.bootstrap_samples = -5;  // was silently treated as 0
+  std::string e = spade::fixtures::error_of([&] { compute_rankings(all_draws(), o); });
+  EXPECT_NE(e.find("bootstrap samples: -5 is negative"), std::string::npos) << e;
+}
+
+TEST(Rankings, WrongFileKindAndMalformedFieldsAreNamed) {
+  RankingOptions o;
+  o.exported_at = "x";
+  o.bootstrap_samples = 10;
+  json good = rankings_to_json(compute_rankings(all_draws(), o));
+  // A match list given as rankings: says so and names the command that turns it into rankings.
+  std::string e = rankings_error(matches_to_json(all_draws()));
+  EXPECT_NE(e.find("r.json: this is a match list"), std::string::npos) << e;
+  EXPECT_NE(e.find("spade duel rate --matches r.json"), std::string::npos) << e;
+  e = rankings_error(json{{"matches", json::array()}});
+  EXPECT_NE(e.find("this is a match list"), std::string::npos) << e;
+  e = rankings_error(json{{"tournament_id", "t"}, {"format", "round_robin"}, {"participants", json::array()},
+                          {"schedule", json::array()}});
+  EXPECT_NE(e.find("tournament state file"), std::string::npos) << e;
+  // A wrong field: the file, the path to the field, what was expected and what was there.
+  json bad = good;
+  bad["rankings"][1]["bradley_terry"]["score"] = "high";
+  EXPECT_EQ(rankings_error(bad), "r.json: rankings[1].bradley_terry.score: expected a number, got a string \"high\"");
+  bad = good;
+  bad["rankings"][0].erase("points");
+  EXPECT_EQ(rankings_error(bad), "r.json: rankings[0]: missing key 'points'");
+  bad = good;
+  bad["rankings"][0]["bradley_terry"]["ci"] = json::array({1});
+  EXPECT_EQ(rankings_error(bad), "r.json: rankings[0].bradley_terry.ci: expected [low, high] or null, got an array of 1");
+  bad = good;
+  bad["bootstrap"]["samples"] = -3;
+  EXPECT_EQ(rankings_error(bad), "r.json: bootstrap.samples: -3 is negative");
+  bad = good;
+  bad["rankings"][0]["bradley_terry"]["status"] = "great";
+  EXPECT_NE(rankings_error(bad).find("r.json: rankings[0].bradley_terry.status: unknown Bradley-Terry status 'great'"),
+            std::string::npos);
+  bad = good;
+  bad["head_to_head"][0]["a_wins"] = 1.5;
+  EXPECT_EQ(rankings_error(bad), "r.json: head_to_head[0].a_wins: expected an integer, got a number 1.5");
+  // No library exception text in any of them.
+  for (const json& doc : {json(3), json::array({1}), json{{"rankings", 1}}, bad})
+    EXPECT_EQ(rankings_error(doc).find("json.exception"), std::string::npos) << rankings_error(doc);
 }

@@ -156,11 +156,10 @@ def newton_bt(n, comps):
 
 
 def ranks(scores, ids):
-    order = sorted(range(len(scores)), key=lambda i: (-round(scores[i] * 1e9), ids[i]))
-    r = [0] * len(scores)
-    for k, i in enumerate(order):
-        r[i] = k + 1
-    return r
+    """Standard competition ranks (1, 1, 3): 1 + the number of scores strictly greater, where scores
+    within 1e-9 of each other are equal (here: of any other, the C++ compares sorted neighbours; the
+    two agree unless three scores chain within 1e-9)."""
+    return [1 + sum(1 for t in scores if t - s > 1e-9) for s in scores]
 
 
 def percentile(sorted_vals, q):
@@ -208,6 +207,67 @@ ZERO_WINS_OTHERS = [(0, 1, W), (1, 0, W), (0, 1, W), (1, 2, W), (2, 1, W), (0, 2
 ZERO_WINS_Z = [(0, 3, W), (3, 1, L), (2, 3, W), (3, 0, L)]
 
 
+# Separable: A, B, C (0..2) beat each other both ways; D (3) beat A and B and never lost (above); E (4)
+# lost to C and D and never won (below); F (5) played nobody (no_games); G, H (6, 7) only played each
+# other, both ways (apart: another component).
+SEPARABLE = [(0, 1, W), (1, 0, W), (1, 2, W), (2, 1, W), (0, 2, W), (2, 0, D), (0, 1, W),
+             (3, 0, W), (3, 1, W), (2, 4, W), (3, 4, W), (6, 7, W), (7, 6, W)]
+# A chain without a group of two that beat each other both ways: A beat B, B beat C, A beat C.
+CHAIN = [(0, 1, W), (1, 2, W), (0, 2, W)]
+
+
+def statuses(n, comps):
+    """Status of every participant by the definitions in evaldual/bradley_terry.h, computed another way:
+    groups = sets of mutually reachable participants in the win graph (pairwise reachability, not
+    Kosaraju); the reference group R = the largest group of >= 2 (lowest index on ties) of the component
+    holding the largest such group; then reachability from / to R. Returns (statuses, R, limit scores
+    of R by Newton on the games inside R, centred)."""
+    credit = {}
+    for a, b, s in comps:
+        credit[(a, b)] = credit.get((a, b), 0.0) + s
+        credit[(b, a)] = credit.get((b, a), 0.0) + 1.0 - s
+
+    def reach_from(starts, forward):
+        seen, stack = set(starts), list(starts)
+        while stack:
+            u = stack.pop()
+            for v in range(n):
+                c = credit.get((u, v), 0.0) if forward else credit.get((v, u), 0.0)
+                if v not in seen and v != u and c > 0:
+                    seen.add(v)
+                    stack.append(v)
+        return seen
+    played = {i for a, b, _ in comps for i in (a, b)}
+    comp_of = {}
+    for k, members in enumerate(components(n, comps)):
+        for i in members:
+            comp_of[i] = k
+    group = {i: frozenset(j for j in reach_from([i], True) if i in reach_from([j], True)) for i in range(n)}
+    candidates = sorted({g for g in group.values() if len(g) >= 2}, key=lambda g: (-len(g), min(g)))
+    out = []
+    R = candidates[0] if candidates else frozenset()
+    main = comp_of[min(R)] if R else None
+    fwd, back = reach_from(list(R), True), reach_from(list(R), False)
+    for i in range(n):
+        if i not in played:
+            out.append("no_games")
+        elif main is None or comp_of[i] != main:
+            out.append("apart")
+        elif i in R:
+            out.append("identified")
+        elif i in back and i not in fwd:
+            out.append("above")
+        elif i in fwd and i not in back:
+            out.append("below")
+        else:
+            out.append("apart")
+    inside = [(a, b, s) for a, b, s in comps if a in R and b in R]
+    ids = sorted(R)
+    local = {g: k for k, g in enumerate(ids)}
+    limit = newton_bt(len(ids), [(local[a], local[b], s) for a, b, s in inside]) if ids else []
+    return out, ids, limit
+
+
 def boot_data():
     """40 matches among 4 participants (fixed list, outcomes chosen by hand to be uneven)."""
     pairs = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
@@ -234,6 +294,9 @@ def main():
     print("connected   ", fmt(newton_bt(4, CONNECTED)))
     print("disconnected", fmt(newton_bt(5, DISCONNECTED)))
     print("zero_wins_others_limit", fmt(newton_bt(3, ZERO_WINS_OTHERS)))
+    st, r_ids, limit = statuses(8, SEPARABLE)
+    print("separable statuses", st, "reference group", r_ids, "limit", fmt(limit))
+    print("chain (no reference group): every group a single participant; sources above, sinks below")
     data = boot_data()
     print("boot_data", len(data), "matches:", data)
     print("boot_point", fmt(newton_bt(4, data)))
