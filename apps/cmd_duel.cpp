@@ -6,11 +6,18 @@
 //                            --spec FILE.yaml... [--work DIR] [--bank FILE.sqlite] [--slots N] [--attempts N]
 //   spade duel match --a ID [--a-script A.json] --b ID [--b-script B.json] [--endpoints FILE.yaml]
 //                    --spec FILE.yaml... [--work DIR] [--bank FILE.sqlite] [--turns N] [--out match.json]
+//       Exit status 2 (a usage error, like a command line the parser refuses) when the bank does not
+//       exist or holds no task of either participant on the given repositories: every turn would be an
+//       automatic Blue win and the draw would mean nothing; the message names the bank and the `bank
+//       generate` command that fills it. Exit status 1 when the match was played without a single
+//       contested turn (every defense dropped); its record, if written, carries a "warning". A side
+//       without tasks on a repository is legal (paper §3.4: its Red turns are Blue wins) and noted.
 //   spade duel tournament --participant ID... [--script ID=FILE.json]... [--endpoints FILE.yaml]
 //                    [--late-entrant ID --prior MATCHES.json] --spec FILE.yaml... [--work DIR] [--bank FILE]
 //                    [--turns N] [--id T] [--dir D] [--bootstrap N] [--seed S]
 //       A resumable round robin (evaldual/tournament.h): rerun the same command after a crash and it
-//       continues; writes D/state.json, D/matches.json and D/rankings.json. Tasks come from the bank.
+//       continues; writes D/state.json, D/matches.json and D/rankings.json. Tasks come from the bank,
+//       which is checked as for `match` (exit status 2 when no participant has a task).
 // A participant is played by a replay script when one is given (evaldual/protocol.h ScriptedAgent: a
 // JSON object mapping session keys "REPO/red_a/s1/a1", "REPO/blue/RED/s1", ... to shell commands),
 // else by the model endpoint its id names in the endpoints file (evaldual/model_endpoints.h; example
@@ -20,15 +27,16 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 
 #include "apps/commands.h"
-#include "apps/json_io.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "evaldual/adapters.h"
 #include "evaldual/diff.h"
+#include "evaldual/input_fields.h"
 #include "evaldual/duel_match.h"
 #include "evaldual/model_agent.h"
 #include "evaldual/protocol.h"
@@ -67,14 +75,56 @@ std::vector<ev::PreparedRepo> prepared(const Common& c) {
 }
 
 std::unique_ptr<ev::ScriptedAgent> load_script(const std::string& path) {
-  const json j = read_json_file(path);
-  if (!j.is_object()) throw Error(path + ": a script file is a JSON object {session key: [commands]}");
+  const json j = ev::read_json_document(path);
+  if (!j.is_object())
+    throw Error(path + ": expected a replay script, a JSON object {session key: [shell commands]}, got " + ev::describe_json(j));
   auto agent = std::make_unique<ev::ScriptedAgent>();
-  for (const auto& [key, cmds] : j.items()) {
-    if (!cmds.is_array()) throw Error(path + ": key '" + key + "' must map to a list of shell commands");
-    agent->add(key, cmds.get<std::vector<std::string>>());
-  }
+  for (const auto& [key, cmds] : j.items()) agent->add(key, ev::json_string_list(cmds, path + ": " + key));
   return agent;
+}
+
+// Exit status of a usage error (as for a command line the parser refuses, apps/main.cpp).
+constexpr int kUsageError = 2;
+
+// The bank a match or tournament reads: it must exist and hold a task of at least one of `ids` on
+// `repos` (otherwise every turn would be an automatic Blue win and every match a meaningless draw).
+// Returns 0 after printing a note for each participant that has no task on a repository (its Red turns
+// there are automatic Blue wins, paper §3.4), or prints the problem, the bank's path and the command
+// that fills it and returns kUsageError.
+int check_bank(const std::string& bank_path, const std::vector<std::string>& ids, const Common& c, const char* command) {
+  std::string specs;
+  for (const auto& s : c.specs) specs += " --spec " + s;
+  auto fill = [&] {
+    return "fill it first, once per participant: spade duel bank generate --participant ID (--script FILE.json | "
+           "--endpoints FILE.yaml)" + specs + " --work " + c.work + " --bank " + bank_path;
+  };
+  if (!std::filesystem::exists(bank_path)) {
+    std::fprintf(stderr, "error: duel %s: the task bank %s does not exist; %s\n", command, bank_path.c_str(), fill().c_str());
+    return kUsageError;
+  }
+  std::vector<std::string> repos;
+  for (const auto& s : c.specs) repos.push_back(ev::load_repo_spec(s).name);
+  ev::TaskBank tb(bank_path);
+  int total = 0;
+  std::vector<std::string> notes;
+  for (const auto& id : ids) {
+    for (const auto& r : repos) {
+      size_t k = tb.task_ids(id, r).size();
+      total += static_cast<int>(k);
+      if (k == 0) notes.push_back(id + " has no task on " + r + ": its Red turns there are automatic Blue wins");
+    }
+  }
+  if (total == 0) {
+    std::string who;
+    for (const auto& id : ids) who += (who.empty() ? "" : ", ") + id;
+    std::fprintf(stderr,
+                 "error: duel %s: the task bank %s holds no task of %s on these repositories: every turn would be an "
+                 "automatic Blue win and every result a draw that means nothing; %s\n",
+                 command, bank_path.c_str(), who.c_str(), fill().c_str());
+    return kUsageError;
+  }
+  for (const auto& n : notes) std::printf("note: %s (paper §3.4: a missing task is scored as a Blue win)\n", n.c_str());
+  return 0;
 }
 
 // The agent for `participant`: its replay script when `script` is given, else its model endpoint from
@@ -273,8 +323,8 @@ void add_duel_protocol_commands(CLI::App* duel) {
     gen->add_option("--script", a->script, "replay script JSON {session key: [commands]}");
     gen->add_option("--endpoints", a->endpoints, "endpoints YAML: the participant is played by its model endpoint");
     gen->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite)");
-    gen->add_option("--slots", a->slots, "slots per repository (default 1)");
-    gen->add_option("--attempts", a->attempts, "attempts per slot (default 5)");
+    gen->add_option("--slots", a->slots, "slots per repository (default 1)")->check(CLI::Range(1, std::numeric_limits<int>::max()));
+    gen->add_option("--attempts", a->attempts, "attempts per slot (default 5)")->check(CLI::Range(1, std::numeric_limits<int>::max()));
     gen->callback([a] {
       set_action([a] {
         ev::TaskBank tb(a->bank.empty() ? a->c.work + "/bank.sqlite" : a->bank);
@@ -311,17 +361,20 @@ void add_duel_protocol_commands(CLI::App* duel) {
     m->add_option("--b-script", a->b_script, "B's replay script JSON (else B's model endpoint)");
     m->add_option("--endpoints", a->endpoints, "endpoints YAML for participants without a script");
     m->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite)");
-    m->add_option("--turns", a->turns, "tasks per repository per side (default 3)");
+    m->add_option("--turns", a->turns, "tasks per repository per side (default 3)")->check(CLI::Range(1, std::numeric_limits<int>::max()));
     m->add_option("--match-id", a->id, "match id (default \"match\")");
     m->add_option("--out", a->out, "write the match record JSON here (the `spade duel rate` input form)");
     m->callback([a] {
       set_action([a] {
-        ev::TaskBank tb(a->bank.empty() ? a->c.work + "/bank.sqlite" : a->bank);
+        const std::string bank = a->bank.empty() ? a->c.work + "/bank.sqlite" : a->bank;
+        if (int rc = check_bank(bank, {a->a, a->b}, a->c, "match")) return rc;
+        const std::vector<ev::PreparedRepo> repos = prepared(a->c);
+        ev::TaskBank tb(bank);
         auto agent_a = make_agent(a->a, a->a_script, a->endpoints, "--a-script");
         auto agent_b = make_agent(a->b, a->b_script, a->endpoints, "--b-script");
         ev::MatchConfig mc;
         mc.turns_per_player = a->turns;
-        ev::MatchRecord r = ev::play_match(tb, {a->a, agent_a.get()}, {a->b, agent_b.get()}, prepared(a->c),
+        ev::MatchRecord r = ev::play_match(tb, {a->a, agent_a.get()}, {a->b, agent_b.get()}, repos,
                                            protocol_config(a->c), mc, a->id);
         for (const auto& t : r.turns)
           std::printf("%-8s red %-20s blue %-20s %s\n", t.repo.c_str(), t.red.c_str(), t.blue.c_str(),
@@ -331,6 +384,10 @@ void add_duel_protocol_commands(CLI::App* duel) {
         print_usage(a->a, agent_a.get());
         print_usage(a->b, agent_b.get());
         if (!a->out.empty()) write_file_atomic(a->out, ev::matches_to_json({r}).dump(2) + "\n");
+        if (ev::contested_turns(r) == 0) {  // the record (if written) carries the same warning
+          std::fprintf(stderr, "error: duel match: %s\n", r.extra.value("warning", std::string()).c_str());
+          return 1;
+        }
         return 0;
       });
     });
@@ -353,12 +410,13 @@ void add_duel_protocol_commands(CLI::App* duel) {
     t->add_option("--script", a->scripts, "ID=SCRIPT.json: play ID from a replay script (repeatable); others use --endpoints");
     t->add_option("--endpoints", a->endpoints, "endpoints YAML for participants without a script");
     t->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite; fill it with `bank generate`)");
-    t->add_option("--turns", a->turns, "tasks per repository per side (default 3)");
+    t->add_option("--turns", a->turns, "tasks per repository per side (default 3)")->check(CLI::Range(1, std::numeric_limits<int>::max()));
     t->add_option("--id", a->id, "tournament id (default \"tournament\"); match ids derive from it");
     t->add_option("--dir", a->dir, "tournament directory: state.json, matches.json, rankings.json (default WORK/tournaments/ID)");
     t->add_option("--late-entrant", a->late_entrant, "a newcomer that plays ceil(log2 M)+1 incumbents chosen by active sampling");
     t->add_option("--prior", a->prior, "matches JSON of earlier play (e.g. the round robin's matches.json): rates the incumbents for active sampling");
-    t->add_option("--bootstrap", a->bootstrap, "bootstrap draws of the final rating (default 1000)");
+    t->add_option("--bootstrap", a->bootstrap, "bootstrap draws of the final rating (default 1000; 0 = none)")
+        ->check(CLI::Range(0, std::numeric_limits<int>::max()));
     t->add_option("--seed", a->seed, "bootstrap seed (default 42)");
     t->callback([a] {
       set_action([a] {
@@ -370,23 +428,26 @@ void add_duel_protocol_commands(CLI::App* duel) {
         }
         std::vector<std::string> players = a->participants;
         if (!a->late_entrant.empty()) players.push_back(a->late_entrant);
+        const std::string bank = a->bank.empty() ? a->c.work + "/bank.sqlite" : a->bank;
+        if (int rc = check_bank(bank, players, a->c, "tournament")) return rc;
         std::map<std::string, std::unique_ptr<ev::Agent>> agents;
         for (const std::string& p : players) {
           auto it = script_of.find(p);
           agents[p] = make_agent(p, it == script_of.end() ? "" : it->second, a->endpoints, "--script " + p + "=FILE");
         }
-        ev::TaskBank tb(a->bank.empty() ? a->c.work + "/bank.sqlite" : a->bank);
         const std::vector<ev::PreparedRepo> repos = prepared(a->c);
+        ev::TaskBank tb(bank);
         const ev::ProtocolConfig protocol = protocol_config(a->c);
         ev::MatchConfig mc;
         mc.turns_per_player = a->turns;
         const std::string dir = a->dir.empty() ? a->c.work + "/tournaments/" + a->id : a->dir;
         ev::TournamentOptions to;
         to.seed = a->seed;
-        if (!a->prior.empty()) to.prior_matches = ev::load_matches(a->prior);
+        if (!a->prior.empty()) to.prior_matches = ev::load_matches(a->prior);  // errors name the file and field
         to.on_match = [](const ev::MatchRecord& r, int done, int total) {
-          std::printf("[%d/%d] %s: %s %.2f - %.2f %s (%s)\n", done, total, r.match_id.c_str(), r.model_a.c_str(),
-                      r.score_a.value_or(0), r.score_b.value_or(0), r.model_b.c_str(), ev::outcome_name(r.outcome));
+          std::printf("[%d/%d] %s: %s %.2f - %.2f %s (%s)%s\n", done, total, r.match_id.c_str(), r.model_a.c_str(),
+                      r.score_a.value_or(0), r.score_b.value_or(0), r.model_b.c_str(), ev::outcome_name(r.outcome),
+                      ev::contested_turns(r) == 0 ? ": no contested turn, the result carries no information" : "");
           std::fflush(stdout);
         };
         ev::TournamentState initial = a->late_entrant.empty()

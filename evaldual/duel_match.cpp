@@ -46,6 +46,12 @@ bool play_turn(TaskBank& bank, const MatchSide& red, const MatchSide& blue, cons
 
 }  // namespace
 
+int contested_turns(const MatchRecord& m) {
+  int k = 0;
+  for (const TurnRecord& t : m.turns) k += t.contested();
+  return k;
+}
+
 MatchRecord play_match(TaskBank& bank, const MatchSide& a, const MatchSide& b, const std::vector<PreparedRepo>& repos,
                        const ProtocolConfig& protocol, const MatchConfig& cfg, const std::string& match_id) {
   if (a.id == b.id) throw Error("match " + match_id + ": a participant cannot play itself ('" + a.id + "')");
@@ -73,6 +79,12 @@ MatchRecord play_match(TaskBank& bank, const MatchSide& a, const MatchSide& b, c
   m.score_b = qb;
   m.outcome = std::abs(qa - qb) < cfg.draw_margin ? Outcome::kDraw : qa > qb ? Outcome::kAWins : Outcome::kBWins;
   m.timestamp = utc_now_iso();
+  if (contested_turns(m) == 0) {
+    m.extra["warning"] = m.turns.empty()
+                             ? "no turn was scored (every defense was dropped): the result carries no information"
+                             : "no contested turn: every scored turn was an automatic Blue win for a missing task, so "
+                               "the result carries no information";
+  }
   return m;
 }
 

@@ -5,6 +5,9 @@
 // credit. Totals: red_composite on one's Red turns + blue_composite on one's Blue turns; a draw when the
 // totals differ by less than draw_margin (0.25: exact ties, since turns are binary).
 // Defenses are cached in the bank keyed by (task, Blue identity): a replayed match re-scores nothing.
+// A match without a single contested turn (every turn an automatic win, or every defense dropped)
+// carries no information about either side: its record says so (extra "warning", and
+// contested_turns() == 0), and `spade duel match` fails on it.
 //
 // Thread-safety: play_match() is reentrant for distinct work directories; the bank is thread-safe.
 #pragma once
@@ -29,9 +32,13 @@ struct MatchSide {
   Agent* agent = nullptr;     // plays Blue (not owned)
 };
 
+/// Turns of `m` that were played (not missing-task auto-wins).
+int contested_turns(const MatchRecord& m);
+
 /// Plays a match over `repos` with tasks from `bank`; returns it in the ratings layer's record form
 /// (evaldual/match_record.h), each turn's extra holding s_regression, s_feature, s_bugfix, outcome,
-/// detail and reason. Throws spade::Error for a stale task (evaldual/repo_spec.h check_not_stale).
+/// detail and reason; with no contested turn the record's extra "warning" says so. Throws spade::Error
+/// for a stale task (evaldual/repo_spec.h check_not_stale).
 MatchRecord play_match(TaskBank& bank, const MatchSide& a, const MatchSide& b, const std::vector<PreparedRepo>& repos,
                        const ProtocolConfig& protocol, const MatchConfig& config, const std::string& match_id);
 

@@ -402,3 +402,26 @@ TEST(DuelMatch, FullMatchOnFixtureRepos) {
     EXPECT_NE(std::string(e.what()).find("stale task"), std::string::npos) << e.what();
   }
 }
+
+TEST(DuelMatch, EmptyBankMatchSaysItCarriesNoInformation) {
+  // Issue 17: with no task on either side every turn is an automatic Blue win and the totals tie
+  // (1 - 1 with one task slot on one repository); the record must say that the draw means nothing.
+  TaskBank bank(fresh_dir("empty_bank") + "/bank.sqlite");
+  PreparedRepo repo;
+  repo.spec.name = "pyfix";
+  ScriptedAgent a, b;
+  MatchConfig mc;
+  mc.turns_per_player = 1;
+  ProtocolConfig protocol;
+  protocol.work_dir = fresh_dir("empty_bank_play");
+  MatchRecord m = play_match(bank, {kAlice, &a}, {kBob, &b}, {repo}, protocol, mc, "m-empty");
+  ASSERT_EQ(m.turns.size(), 2u);
+  for (const TurnRecord& t : m.turns) EXPECT_TRUE(t.auto_win);
+  EXPECT_EQ(*m.score_a, 1.0);
+  EXPECT_EQ(*m.score_b, 1.0);
+  EXPECT_EQ(m.outcome, Outcome::kDraw);
+  EXPECT_EQ(contested_turns(m), 0);
+  ASSERT_TRUE(m.extra.contains("warning"));
+  EXPECT_NE(m.extra["warning"].get<std::string>().find("no contested turn"), std::string::npos);
+  EXPECT_EQ(match_to_json(m)["warning"], m.extra["warning"]);  // written with the record
+}
