@@ -123,12 +123,15 @@ std::string cpu_model() {
   return "unknown";
 }
 
-// A synthetic tournament: true log-strengths spread over [-1.5, 1.5]; each match has `turns` turns
-// alternating Red/Blue; a turn's Blue repairs with probability sigma(1.5 + beta_blue - beta_red)
-// (Blue wins ~88% of turns at equal strength, the paper's overall rate); 5% of turns are missing-task
-// auto-wins. A round robin of n-1 participants, then the last enters by active sampling until `matches`
-// matches are played (or its budget is spent).
-std::vector<evaldual::MatchRecord> synthetic_tournament(int n, int matches, int turns, uint64_t seed) {
+// One draw of a synthetic tournament: true log-strengths spread evenly over [-0.5, 0.5], the late
+// entrant (the last id) in the middle of the field (a wider field lets the strongest win every match:
+// over [-1.5, 1.5] with the late entrant strongest, as this generator had it, about 98% of draws had
+// no finite match-level MLE; over [-0.5, 0.5] about 24%, in a simulation of this generator); each match has `turns` turns alternating Red/Blue; a turn's
+// Blue repairs with probability sigma(1.5 + beta_blue - beta_red) (Blue wins ~88% of turns at equal
+// strength, the paper's overall rate); 5% of turns are missing-task auto-wins. A round robin of n-1
+// participants, then the last enters by active sampling until `matches` matches are played (or its
+// budget is spent).
+std::vector<evaldual::MatchRecord> synthetic_draw(int n, int matches, int turns, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   std::vector<std::string> ids;
@@ -137,8 +140,9 @@ std::vector<evaldual::MatchRecord> synthetic_tournament(int n, int matches, int 
     char buf[64];
     std::snprintf(buf, sizeof buf, "model-%02d#mini-swe-agent", i);
     ids.push_back(buf);
-    beta.push_back(n > 1 ? -1.5 + 3.0 * i / (n - 1) : 0.0);
+    beta.push_back(n > 1 ? -0.5 + 1.0 * i / (n - 1) : 0.0);
   }
+  std::swap(beta.back(), beta[n / 2]);  // the late entrant is mid-field, not the strongest
   std::vector<evaldual::MatchRecord> out;
   auto play = [&](const std::string& id, int a, int b) {
     evaldual::MatchRecord m;
@@ -190,6 +194,24 @@ std::vector<evaldual::MatchRecord> synthetic_tournament(int n, int matches, int 
   return out;
 }
 
+// A synthetic tournament whose match-level Bradley-Terry MLE exists (every rating identified: no group
+// that never lost or never won against the rest, bradley_terry.h), so the benchmark times a well-posed
+// fit: draws with seeds seed, seed+1, ... until one is (at most 100). Returns it and the seed used.
+std::pair<std::vector<evaldual::MatchRecord>, uint64_t> synthetic_tournament(int n, int matches, int turns, uint64_t seed) {
+  evaldual::RankingOptions ro;
+  ro.bootstrap_samples = 0;
+  ro.exported_at = "bench";
+  for (uint64_t s = seed; s < seed + 100; ++s) {
+    std::vector<evaldual::MatchRecord> ms = synthetic_draw(n, matches, turns, s);
+    bool identified = true;
+    for (const evaldual::RankingEntry& e : evaldual::compute_rankings(ms, ro).rankings)
+      identified = identified && e.bradley_terry.status == evaldual::BtStatus::identified;
+    if (identified) return {ms, s};
+  }
+  throw Error("bench duel: no synthetic tournament with every rating identified among seeds " + std::to_string(seed) +
+              ".." + std::to_string(seed + 99) + " (more matches or participants make one likelier)");
+}
+
 void add_bench_duel_command(CLI::App& app) {
   CLI::App* bench = find_or_add(app, "bench", "benchmarks");
   struct Args {
@@ -201,14 +223,22 @@ void add_bench_duel_command(CLI::App& app) {
   cmd->add_option("--participants", args->participants, "participants (default 11: 10 round robin + 1 late entrant)");
   cmd->add_option("--matches", args->matches, "matches (default 50 = 45 round robin + 5 active-sampled)");
   cmd->add_option("--turns", args->turns, "turns per match (default 30 = 15 repos x 2)");
-  cmd->add_option("--bootstrap", args->bootstrap, "bootstrap draws (default 1000)");
+  cmd->add_option("--bootstrap", args->bootstrap, "bootstrap draws (default 1000)")->check(CLI::Range(0, std::numeric_limits<int>::max()));
   cmd->add_option("--repeats", args->repeats, "timed repeats (default 5; the median is reported)");
-  cmd->add_option("--seed", args->seed, "seed of the synthetic outcomes (default 1)");
+  cmd->add_option("--seed", args->seed, "seed of the synthetic outcomes (default 1; the next seeds are tried until every "
+                                        "rating is identified, and the one used is printed)");
   cmd->callback([args] {
     set_action([args] {
       const Args& a = *args;
       if (a.participants < 3 || a.repeats < 1) throw Error("bench duel: needs --participants >= 3 and --repeats >= 1");
-      std::vector<evaldual::MatchRecord> ms = synthetic_tournament(a.participants, a.matches, a.turns, a.seed);
+      const auto drawn = synthetic_tournament(a.participants, a.matches, a.turns, a.seed);
+      const std::vector<evaldual::MatchRecord>& ms = drawn.first;
+      const uint64_t seed_used = drawn.second;
+      auto unidentified = [](const evaldual::Rankings& r) {  // per-participant draws without a finite MLE, summed
+        int k = 0;
+        for (const auto& e : r.rankings) k += e.bradley_terry.unidentified_draws;
+        return k;
+      };
       auto time_one = [&](bool with_turns) {
         std::vector<evaldual::MatchRecord> input = ms;
         if (!with_turns) {
@@ -230,7 +260,8 @@ void add_bench_duel_command(CLI::App& app) {
         std::sort(cpu.begin(), cpu.end());
         return std::make_pair(json{{"wall_median_s", secs[secs.size() / 2]}, {"wall_min_s", secs.front()},
                                    {"wall_max_s", secs.back()}, {"cpu_median_s", cpu[cpu.size() / 2]},
-                                   {"cpu_min_s", cpu.front()}, {"unconverged_fits", r.bootstrap_unconverged}},
+                                   {"cpu_min_s", cpu.front()}, {"unconverged_fits", r.bootstrap_unconverged},
+                                   {"unidentified_draws", unidentified(r)}},
                               r);
       };
       auto [matches_only, r0] = time_one(false);
@@ -243,6 +274,7 @@ void add_bench_duel_command(CLI::App& app) {
                   {"turns", turns},
                   {"bootstrap", a.bootstrap},
                   {"repeats", a.repeats},
+                  {"seed", seed_used},
                   {"matches_only", matches_only},
                   {"with_contested_turns", full},
                   {"target_s", 1.0},
