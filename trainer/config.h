@@ -214,9 +214,12 @@ struct Config {
   DistributedYaml distributed;   // used only when launched with several ranks (trainer/distributed.h)
 };
 
-/// Loads `path` (YAML) over the defaults. Throws spade::Error naming the file and key for an
-/// unknown key, a wrong type, or unparseable YAML. `overrides` are "a.b=value" strings (--set),
-/// applied after the file; an unknown key there is an error too.
+/// Loads `path` (YAML) over the defaults. Throws spade::Error naming the file and line for unparseable
+/// YAML; for an unknown key, the key and the closest valid key or section when one is near
+/// ("x.yaml:3: unknown config key 'selfplay.stpes'; did you mean 'selfplay.steps'?", by
+/// common/edit_distance.h); for a value of the wrong type, the key and what it expects
+/// ("x.yaml:3: selfplay.steps expects an integer, got 'abc'"). `overrides` are "a.b=value" strings
+/// (--set), applied after the file; their errors start "--set a.b=value: " instead of FILE:LINE.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 /// Same, from YAML text (`source_name` is used in error messages).

@@ -50,6 +50,59 @@ TEST(Config, WrongTypeAndBadYaml) {
   EXPECT_THROW(parse_config("selfplay:\n  k: 0\n", "x.yaml"), Error);  // range check
 }
 
+namespace {
+std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse_config(yaml, "my.yaml", overrides);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+// The suggestions are common/edit_distance.h's closest_match over the declared keys (visit_fields in
+// trainer/config.cpp); each distance in the comments was counted by hand.
+TEST(Config, UnknownKeySuggestsTheClosestKey) {
+  // "stpes" -> "steps": one adjacent swap (distance 1); the threshold for 14 bytes is 4.
+  EXPECT_EQ(error_of("", {"selfplay.stpes=2"}),
+            "--set selfplay.stpes=2: unknown config key 'selfplay.stpes'; did you mean 'selfplay.steps'?");
+  // In a file: the file and the line of the key (line 2, 1-based).
+  EXPECT_EQ(error_of("selfplay:\n  stepz: 3\n"),
+            "my.yaml:2: unknown config key 'selfplay.stepz'; did you mean 'selfplay.steps'?");
+  // A misspelt section in a file: "selfply" -> "selfplay" is one insertion.
+  EXPECT_EQ(error_of("selfply:\n  steps: 3\n"), "my.yaml:1: unknown config key 'selfply'; did you mean 'selfplay'?");
+  // "optim.lrr" -> "optim.lr": one deletion.
+  EXPECT_EQ(error_of("", {"optim.lrr=0.1"}),
+            "--set optim.lrr=0.1: unknown config key 'optim.lrr'; did you mean 'optim.lr'?");
+  // Nothing near: no guess, the command that lists the keys instead.
+  EXPECT_EQ(error_of("", {"completely.unrelated=1"}),
+            "--set completely.unrelated=1: unknown config key 'completely.unrelated' "
+            "(`spade config show` lists every valid key)");
+  // A section where a key belongs.
+  EXPECT_NE(error_of("", {"selfplay=3"}).find("--set selfplay=3: 'selfplay' is a section, not a key"), std::string::npos);
+  EXPECT_NE(error_of("selfplay: 3\n").find("my.yaml:1: 'selfplay' is a section: it holds keys"), std::string::npos);
+}
+
+TEST(Config, WrongTypeNamesTheKeyAndTheExpectedType) {
+  // selfplay.steps is an int, loss.eps_low a double, train.activation_checkpointing a bool, run.seed a
+  // uint64_t, corpus.build_from a list of strings (trainer/config.h).
+  EXPECT_EQ(error_of("", {"selfplay.steps=abc"}), "--set selfplay.steps=abc: selfplay.steps expects an integer, got 'abc'");
+  EXPECT_EQ(error_of("", {"selfplay.steps=2.5"}), "--set selfplay.steps=2.5: selfplay.steps expects an integer, got '2.5'");
+  EXPECT_EQ(error_of("selfplay:\n  k: 4\n  steps: many\n"), "my.yaml:3: selfplay.steps expects an integer, got 'many'");
+  EXPECT_EQ(error_of("", {"loss.eps_low=wide"}), "--set loss.eps_low=wide: loss.eps_low expects a number, got 'wide'");
+  EXPECT_EQ(error_of("", {"train.activation_checkpointing=2"}),
+            "--set train.activation_checkpointing=2: train.activation_checkpointing expects a boolean (true or false), "
+            "got '2'");
+  EXPECT_EQ(error_of("", {"run.seed=-1"}), "--set run.seed=-1: run.seed expects a non-negative integer, got '-1'");
+  EXPECT_EQ(error_of("", {"selfplay.steps=[1, 2]"}),
+            "--set selfplay.steps=[1, 2]: selfplay.steps expects an integer, got a list");
+  EXPECT_EQ(error_of("corpus:\n  build_from: {a: 1}\n"),
+            "my.yaml:2: corpus.build_from expects a list of strings, e.g. [a, b], got a mapping");
+  // The right types still load.
+  EXPECT_EQ(parse_config("", "x.yaml", {"selfplay.steps=7", "run.seed=3"}).selfplay.steps, 7);
+}
+
 TEST(Config, OverridesAndRoundTrip) {
   Config c = parse_config("selfplay:\n  steps: 3\n", "x.yaml",
                           {"selfplay.steps=5", "selfplay.agent.temperature=0.9", "corpus.build_from=[a, b]"});
