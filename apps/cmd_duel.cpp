@@ -58,9 +58,9 @@ struct Common {
 };
 
 void add_common(CLI::App* cmd, Common* c, bool specs_required) {
-  auto* o = cmd->add_option("--spec", c->specs, "repository spec YAML (repeatable; evaldual/repo_spec.h)");
+  auto* o = cmd->add_option("--spec", c->specs, "repository spec YAML (repeatable)");
   if (specs_required) o->required();
-  cmd->add_option("--work", c->work, "work directory: prepared repositories, workspaces, bank (default runs/duel)");
+  cmd->add_option("--work", c->work, "work directory: prepared repositories, workspaces, bank");
 }
 
 std::vector<ev::PreparedRepo> prepared(const Common& c) {
@@ -227,7 +227,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
     auto lv = std::make_shared<Live>();
     CLI::App* cmd = duel->add_subcommand("doctor", "check the sandbox, test tools, repositories and model endpoints");
     add_common(cmd, c.get(), false);
-    cmd->add_option("--endpoints", lv->endpoints, "endpoints YAML (evaldual/model_endpoints.h): check it resolves");
+    cmd->add_option("--endpoints", lv->endpoints, "endpoints YAML: check it resolves");
     cmd->add_option("--participant", lv->participant,
                     "participant id whose endpoint --live calls (default: every model in --endpoints)");
     cmd->add_flag("--live", lv->live, "make one model call per checked participant and report latency and usage");
@@ -323,8 +323,8 @@ void add_duel_protocol_commands(CLI::App* duel) {
     gen->add_option("--script", a->script, "replay script JSON {session key: [commands]}");
     gen->add_option("--endpoints", a->endpoints, "endpoints YAML: the participant is played by its model endpoint");
     gen->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite)");
-    gen->add_option("--slots", a->slots, "slots per repository (default 1)")->check(CLI::Range(1, std::numeric_limits<int>::max()));
-    gen->add_option("--attempts", a->attempts, "attempts per slot (default 5)")->check(CLI::Range(1, std::numeric_limits<int>::max()));
+    gen->add_option("--slots", a->slots, "slots per repository")->check(CLI::Range(1, std::numeric_limits<int>::max()));
+    gen->add_option("--attempts", a->attempts, "attempts per slot")->check(CLI::Range(1, std::numeric_limits<int>::max()));
     gen->callback([a] {
       set_action([a] {
         ev::TaskBank tb(a->bank.empty() ? a->c.work + "/bank.sqlite" : a->bank);
@@ -361,8 +361,8 @@ void add_duel_protocol_commands(CLI::App* duel) {
     m->add_option("--b-script", a->b_script, "B's replay script JSON (else B's model endpoint)");
     m->add_option("--endpoints", a->endpoints, "endpoints YAML for participants without a script");
     m->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite)");
-    m->add_option("--turns", a->turns, "tasks per repository per side (default 3)")->check(CLI::Range(1, std::numeric_limits<int>::max()));
-    m->add_option("--match-id", a->id, "match id (default \"match\")");
+    m->add_option("--turns", a->turns, "tasks per repository per side")->check(CLI::Range(1, std::numeric_limits<int>::max()));
+    m->add_option("--match-id", a->id, "match id");
     m->add_option("--out", a->out, "write the match record JSON here (the `spade duel rate` input form)");
     m->callback([a] {
       set_action([a] {
@@ -410,14 +410,14 @@ void add_duel_protocol_commands(CLI::App* duel) {
     t->add_option("--script", a->scripts, "ID=SCRIPT.json: play ID from a replay script (repeatable); others use --endpoints");
     t->add_option("--endpoints", a->endpoints, "endpoints YAML for participants without a script");
     t->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite; fill it with `bank generate`)");
-    t->add_option("--turns", a->turns, "tasks per repository per side (default 3)")->check(CLI::Range(1, std::numeric_limits<int>::max()));
-    t->add_option("--id", a->id, "tournament id (default \"tournament\"); match ids derive from it");
+    t->add_option("--turns", a->turns, "tasks per repository per side")->check(CLI::Range(1, std::numeric_limits<int>::max()));
+    t->add_option("--id", a->id, "tournament id; match ids derive from it");
     t->add_option("--dir", a->dir, "tournament directory: state.json, matches.json, rankings.json (default WORK/tournaments/ID)");
     t->add_option("--late-entrant", a->late_entrant, "a newcomer that plays ceil(log2 M)+1 incumbents chosen by active sampling");
     t->add_option("--prior", a->prior, "matches JSON of earlier play (e.g. the round robin's matches.json): rates the incumbents for active sampling");
-    t->add_option("--bootstrap", a->bootstrap, "bootstrap draws of the final rating (default 1000; 0 = none)")
+    t->add_option("--bootstrap", a->bootstrap, "bootstrap draws of the final rating (0 = none)")
         ->check(CLI::Range(0, std::numeric_limits<int>::max()));
-    t->add_option("--seed", a->seed, "bootstrap seed (default 42)");
+    t->add_option("--seed", a->seed, "bootstrap seed");
     t->callback([a] {
       set_action([a] {
         std::map<std::string, std::string> script_of;

@@ -31,6 +31,7 @@
 #include <thread>
 
 #include "apps/commands.h"
+#include "apps/error_text.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "evaldual/input_fields.h"
@@ -63,9 +64,9 @@ void add_rate_command(CLI::App* duel) {
   CLI::App* rate = duel->add_subcommand("rate", "rate match records: Bradley-Terry + bootstrap CIs, Elo, rankings JSON");
   rate->add_option("--matches", args->matches, "match records JSON: [ {match_id, model_a, model_b, outcome}, ... ]")
       ->required();
-  rate->add_option("--bootstrap", args->bootstrap, "bootstrap resamples of matches (default 1000; 0 = none)")
+  rate->add_option("--bootstrap", args->bootstrap, "bootstrap resamples of matches (0 = none)")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()));
-  rate->add_option("--seed", args->seed, "bootstrap seed (default 42)");
+  rate->add_option("--seed", args->seed, "bootstrap seed");
   rate->add_option("--out", args->out, "write the rankings JSON here (atomically) and print a table");
   rate->add_option("--tournament-id", args->tournament_id, "tournament_id (default: from the input, else its file name)");
   rate->add_option("--format", args->format, "format field (default: from the input, else \"imported\")");
@@ -220,16 +221,19 @@ void add_bench_duel_command(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = bench->add_subcommand("duel", "time one full SWE-Duel rating (BT, 1000-draw bootstrap, Elo, contested BT)");
-  cmd->add_option("--participants", args->participants, "participants (default 11: 10 round robin + 1 late entrant)");
-  cmd->add_option("--matches", args->matches, "matches (default 50 = 45 round robin + 5 active-sampled)");
-  cmd->add_option("--turns", args->turns, "turns per match (default 30 = 15 repos x 2)");
-  cmd->add_option("--bootstrap", args->bootstrap, "bootstrap draws (default 1000)")->check(CLI::Range(0, std::numeric_limits<int>::max()));
-  cmd->add_option("--repeats", args->repeats, "timed repeats (default 5; the median is reported)");
-  cmd->add_option("--seed", args->seed, "seed of the synthetic outcomes (default 1; the next seeds are tried until every "
+  cmd->add_option("--participants", args->participants, "participants (11: 10 round robin + 1 late entrant)");
+  cmd->add_option("--matches", args->matches, "matches (50: 45 round robin + 5 active-sampled)");
+  cmd->add_option("--turns", args->turns, "turns per match (30: 15 repos x 2)");
+  cmd->add_option("--bootstrap", args->bootstrap, "bootstrap draws")->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  cmd->add_option("--repeats", args->repeats, "timed repeats (the median is reported)");
+  cmd->add_option("--seed", args->seed, "seed of the synthetic outcomes (the next seeds are tried until every "
                                         "rating is identified, and the one used is printed)");
   cmd->callback([args] {
-    set_action([args] {
+    auto where = std::make_shared<std::string>();  // the workload, for an allocation failure
+    set_action(reporting_allocation_failures("bench duel", where, [args, where] {
       const Args& a = *args;
+      *where = std::to_string(a.participants) + " participants, " + std::to_string(a.matches) + " matches of " +
+               std::to_string(a.turns) + " turns, " + std::to_string(a.bootstrap) + " bootstrap draws";
       if (a.participants < 3 || a.repeats < 1) throw Error("bench duel: needs --participants >= 3 and --repeats >= 1");
       const auto drawn = synthetic_tournament(a.participants, a.matches, a.turns, a.seed);
       const std::vector<evaldual::MatchRecord>& ms = drawn.first;
@@ -283,7 +287,7 @@ void add_bench_duel_command(CLI::App& app) {
       std::printf("%s\n", out.dump(2).c_str());
       std::fputs(evaldual::rankings_table(r1).c_str(), stderr);
       return 0;
-    });
+    }));
   });
 }
 
@@ -294,7 +298,7 @@ void add_report_command(CLI::App* duel) {
   auto args = std::make_shared<Args>();
   CLI::App* report = duel->add_subcommand("report", "render a rankings JSON as a Markdown or LaTeX leaderboard table");
   report->add_option("--rankings", args->rankings, "rankings JSON written by `spade duel rate`")->required();
-  report->add_option("--format", args->format, "md (default) or latex")->check(CLI::IsMember({"md", "latex"}));
+  report->add_option("--format", args->format, "md or latex")->check(CLI::IsMember({"md", "latex"}));
   report->add_option("--out", args->out, "write the report here (atomically); default stdout");
   report->callback([args] {
     set_action([args] {

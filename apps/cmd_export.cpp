@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "apps/commands.h"
+#include "policy/checkpoint.h"
 #include "trainer/checkpointing.h"
 
 namespace spade::apps {
@@ -14,7 +15,7 @@ struct ExportArgs {
   std::string checkpoint;
   std::string out;
   std::string dtype = "fp32";
-  uint64_t max_shard_size = 0;  // 0: policy::kDefaultMaxShardSize
+  uint64_t max_shard_size = policy::kDefaultMaxShardSize;
 };
 }  // namespace
 
@@ -24,11 +25,11 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("checkpoint", args->checkpoint, "checkpoint directory, e.g. runs/NAME/checkpoints/step_000016")
       ->required();
   cmd->add_option("--out", args->out, "output directory (replaced if it exists)")->required();
-  cmd->add_option("--dtype", args->dtype, "tensor dtype of model.safetensors: fp32 (default, exact) or bf16")
+  cmd->add_option("--dtype", args->dtype, "tensor dtype of model.safetensors: fp32 (exact) or bf16")
       ->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--max-shard-size", args->max_shard_size,
                   "largest weight file in bytes; above it shards model-0000I-of-0000N.safetensors + "
-                  "model.safetensors.index.json are written (default 5000000000, transformers' \"5GB\")")
+                  "model.safetensors.index.json are written (transformers' default, \"5GB\")")
       ->check(CLI::PositiveNumber);
   cmd->callback([args] {
     set_action([args] {
