@@ -74,7 +74,10 @@ Corpus prepare_corpus(const Config& config, const RunDir& run, const LogFn& log)
       if (from.empty())
         throw Error("corpus: no corpus.path given and no Python standard library found under /usr/lib "
                     "to build one from (install python3, or set corpus.build_from)");
-      CorpusBuildStats st = build_corpus(from, path, config.corpus.max_words, config.corpus.min_words);
+      // The default sources are Python packages (their LICENSE.txt is no document); given ones may be text.
+      CorpusBuildStats st = build_corpus(from, path, config.corpus.max_words, config.corpus.min_words,
+                                         config.corpus.build_from.empty() ? CorpusInputs::python
+                                                                          : CorpusInputs::python_and_text);
       log(fmt("corpus: %.0f documents from %.0f files (%.0f skipped empty, %.0f unparseable)",
               st.documents, st.files_seen, st.skipped_empty, st.skipped_unparseable) + " -> " + path);
     }
