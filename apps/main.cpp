@@ -60,7 +60,6 @@ int main(int argc, char** argv) {
   app.formatter(std::make_shared<spade::apps::HelpFormatter>());
   app.set_version_flag("--version", std::function<std::string()>(spade::apps::version_text),
                        "print the version of spade and of the LibTorch it was built with, then exit");
-  app.footer("`spade help CMD` (or `spade CMD --help`) shows a command's options.");
   spade::apps::add_train_commands(app);
   spade::apps::add_corpus_commands(app);
   spade::apps::add_envs_commands(app);
@@ -74,6 +73,7 @@ int main(int argc, char** argv) {
   spade::apps::add_bench_step_command(app);
   spade::apps::add_bench_turns_command(app);
   add_help_command(app);
+  app.footer("`spade help CMD` (or `spade CMD --help`) shows a command's options.");  // after: not inherited
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

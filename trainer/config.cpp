@@ -5,8 +5,8 @@
 #include <functional>
 #include <map>
 #include <set>
-#include <type_traits>
 #include <sstream>
+#include <type_traits>
 
 #include "common/atomic_file.h"
 #include "common/edit_distance.h"
