@@ -4,7 +4,7 @@
 //
 // Layout (every dataset 1-D, chunked, extendible; ragged data D has D_offsets with N + 1 entries,
 // row i spanning [D_offsets[i], D_offsets[i + 1])):
-//   /                 attrs format = "spade-rollouts-1", role_names = "agent,designer,hint", total_episodes
+//   /                 attrs format = "spade-rollouts-2", role_names = "agent,designer,hint", total_episodes
 //   /episodes/        one row per episode (agent plays, hinted plays, designer samples)
 //     id int64                  episode id (row index since the start of the run)
 //     step int64                rollout t whose update trained it (hinted plays: the t they ran at)

@@ -9,6 +9,7 @@
 #include "common/atomic_file.h"
 #include "common/strings.h"
 #include "common/error.h"
+#include "common/fnv1a.h"
 #include "common/splitmix64.h"
 #include "reward/advantages.h"
 #include "common/process_stats.h"
@@ -38,12 +39,7 @@ double seconds_since(Clock::time_point t0) {
 // it was started from. Hash: FNV-1a, then splitmix64 (common/splitmix64.h). FNV-1a alone leaves the low bits
 // poorly mixed (the parity of "path:t:g" alternated with g, and one environment's seeds mod 3 took
 // only two values), which games that pick their instance by seed % n would show as identical plays.
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
-int64_t reset_seed(const std::string& key) { return static_cast<int64_t>(splitmix64(fnv1a(key)) % (1ULL << 31)); }
+int64_t reset_seed(const std::string& key) { return static_cast<int64_t>(splitmix64(fnv1a64(key)) % (1ULL << 31)); }
 
 double mean(const std::vector<double>& v) { return reward::mean_or_zero(v); }
 
