@@ -574,7 +574,10 @@ std::vector<rollout::Sample> SelfPlay::delayed_designer_batch(std::map<std::stri
     ds.push_back({s.skill, r});
     blends.push_back(r);
   }
-  for (const LiveEnv& env : live_) skill_ema_.update(env.skill, mean(env.window_rewards));
+  std::vector<std::pair<std::string, double>> env_means;  // one EMA step per skill per round (Sec. 7.2)
+  for (const LiveEnv& env : live_) env_means.emplace_back(env.skill, mean(env.window_rewards));
+  skill_ema_.update_round(env_means);
+  for (const auto& [skill, ema] : skill_ema_.skills()) m["designer/lp_gap/" + skill] = ema.learning_potential();
   const int64_t n_actor = static_cast<int64_t>(live_.size()) * config_.selfplay.plays_per_env;
   const double scale = reward::designer_reward_scale(n_actor, static_cast<int64_t>(ds.size()),
                                                      config_.selfplay.k, config_.reward.designer_scale_cap);

@@ -299,3 +299,23 @@ TEST(LearningPotential, TrackerPerSkill) {
   t.at("Spatial Reasoning").restore(0.3, 0.4);
   EXPECT_NEAR(t.baseline("Spatial Reasoning"), 0.4, 1e-15);
 }
+
+TEST(LearningPotential, OneStepPerSkillPerRoundWithTheMeanOverItsEnvironments) {
+  // Paper Sec. 7.2: the EMAs track r_bar_{A,t}(s), the mean over skill s's environments in round t.
+  // Defaults g_fast 0.98, g_slow 0.85. By hand:
+  //   round 1, skill A envs {0, 1}: r = 0.5 initialises both to 0.5; skill B env {0.2}: both 0.2.
+  //   round 2, skill A envs {1, 1, 1}: r = 1: fast = 0.02 * 0.5 + 0.98 = 0.99, slow = 0.15 * 0.5 + 0.85 = 0.925,
+  //   LP = |0.99 - 0.925| / (2 * 0.13) = 0.25. Skill B absent: unchanged.
+  // (Updating once per environment instead gives round 1: A fast 0.98, slow 0.85 from 0 then 1.)
+  LearningPotentialTracker t;
+  t.update_round({{"A", 0.0}, {"A", 1.0}, {"B", 0.2}});
+  EXPECT_NEAR(t.find("A")->mu_fast(), 0.5, 1e-15);
+  EXPECT_NEAR(t.find("A")->mu_slow(), 0.5, 1e-15);
+  EXPECT_NEAR(t.baseline("B"), 0.2, 1e-15);
+  t.update_round({{"A", 1.0}, {"A", 1.0}, {"A", 1.0}});
+  EXPECT_NEAR(t.find("A")->mu_fast(), 0.99, 1e-12);
+  EXPECT_NEAR(t.find("A")->mu_slow(), 0.925, 1e-12);
+  EXPECT_NEAR(t.find("A")->learning_potential(), 0.25, 1e-12);
+  EXPECT_NEAR(t.find("B")->mu_fast(), 0.2, 1e-15);
+  EXPECT_THROW(t.update_round({{"C", std::nan("")}}), spade::Error);
+}
