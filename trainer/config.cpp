@@ -95,6 +95,9 @@ void visit_fields(Config& c, F&& f) {
   f("reward.designer_scale_cap", c.reward.designer_scale_cap);
   f("reward.ema_fast", c.reward.ema_fast);
   f("reward.ema_slow", c.reward.ema_slow);
+  f("reward.frontier_weight", c.reward.frontier_weight);
+  f("reward.frontier_scale", c.reward.frontier_scale);
+  f("reward.lp_variance_bonus", c.reward.lp_variance_bonus);
   f("loss.eps_low", c.loss.eps_low);
   f("loss.eps_high", c.loss.eps_high);
   f("loss.dual_clip_c", c.loss.dual_clip_c);
@@ -316,6 +319,8 @@ void validate(const Config& c) {
   require(c.sandbox.spin_us >= 0 && c.sandbox.spin_us <= 10000, "sandbox.spin_us", "in [0, 10000] microseconds");
   require(c.sandbox.max_obs_chars >= 256, "sandbox.max_obs_chars", ">= 256");
   require(c.reward.regret_scale > 0, "reward.regret_scale", "> 0");
+  require(c.reward.frontier_weight >= 0, "reward.frontier_weight", ">= 0 (0: off, as in the paper)");
+  require(c.reward.frontier_scale > 0, "reward.frontier_scale", "> 0");
   require(c.corpus.max_words >= 1, "corpus.max_words", ">= 1");
   require(c.loss.kl_coef >= 0.0, "loss.kl_coef", ">= 0");
   require(c.loss.max_len >= 0, "loss.max_len", ">= 0 (0: the longest row of the batch)");

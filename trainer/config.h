@@ -108,6 +108,11 @@ struct RewardYaml {
                                    // filtering; trainer-anchors §2). trainer/batch_filters.h
   double designer_scale_cap = 50;  // S = min(N_actor / N_env * k, 50)
   double ema_fast = 0.98, ema_slow = 0.85;
+  // Auxiliary designer terms, off in every paper run (SPADE App. F.2): the blend's frontier term
+  // frontier_weight * -(w - 0.5)^2 / frontier_scale, and the learning_potential variant's solver-variance
+  // bonus exp(-(var - 0.25)^2 / 0.02) (reward/designer_reward.h).
+  double frontier_weight = 0.0, frontier_scale = 0.08;
+  bool lp_variance_bonus = false;
 };
 
 struct LossYaml {

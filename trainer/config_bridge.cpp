@@ -25,6 +25,8 @@ reward::BlendConfig blend_config(const RewardYaml& r) {
   b.plateau_weight = r.w_anchor;
   b.regret_scale = r.regret_scale;
   b.plateau = {r.plateau_low, r.plateau_high, r.plateau_ramp};
+  b.frontier_weight = r.frontier_weight;
+  b.frontier_scale = r.frontier_scale;
   return b;
 }
 
@@ -32,6 +34,7 @@ reward::DesignerRewardConfig designer_reward_config(const RewardYaml& r) {
   reward::DesignerRewardConfig c;
   c.variant = reward::parse_designer_reward(r.designer_reward);
   c.blend = blend_config(r);
+  c.solver_variance = r.lp_variance_bonus;
   return c;
 }
 
