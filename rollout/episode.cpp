@@ -1,6 +1,7 @@
 #include "rollout/episode.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <optional>
 
@@ -18,6 +19,7 @@ struct LiveEpisode {
   size_t index;                              // into specs/results
   std::unique_ptr<envsandbox::Game> game;
   size_t seq = 0;                            // its sequence in the GenerationSession
+  std::chrono::steady_clock::time_point started;  // after its reset (EpisodeOptions::episode_timeout_s)
 };
 
 }  // namespace
@@ -52,9 +54,13 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
     r.sample.append_context(policy.chat.render(
         {{"system", agent_system_prompt()}, {"user", agent_first_turn(*obs, spec.hint)}},
         /*add_generation_prompt=*/true));
-    live.push_back({i, std::move(game), session.add_sequence(r.sample.tokens)});
+    live.push_back({i, std::move(game), session.add_sequence(r.sample.tokens), std::chrono::steady_clock::now()});
   }
   auto finish = [&](LiveEpisode& e) { session.release(e.seq); };
+  auto over_time = [&](const LiveEpisode& e) {
+    return options.episode_timeout_s > 0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - e.started).count() > options.episode_timeout_s;
+  };
   SamplingParams params = options.sampling;
   params.stop_token_ids = {policy.chat.eos_id()};
 
@@ -90,6 +96,12 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
     ++r.turns;
     if (out.finish_reason != "stop") {  // no EOS: truncated, environment not stepped (reference §3)
       r.truncated = true;
+      finish(e);
+      return std::nullopt;
+    }
+    if (over_time(e)) {  // the play's wall clock ran out: truncated before the step, reward 0
+      r.truncated = true;
+      r.failure = "episode_timeout";
       finish(e);
       return std::nullopt;
     }

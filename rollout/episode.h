@@ -35,7 +35,7 @@ struct EpisodeResult {
   bool terminated = false;
   bool truncated = false;
   int turns = 0;
-  std::string failure;  // "" or why the environment failed (load/reset/step reason id)
+  std::string failure;  // "" or why the environment failed (load/reset/step reason id), or "episode_timeout"
   std::vector<std::string> actions;  // parsed actions sent to step(), for logs
 };
 
@@ -50,6 +50,11 @@ struct EpisodeOptions {
   /// episode's whole history (GenerationSession::drop_cache; the reference behaviour, kept for
   /// equivalence tests). Both sample the same tokens for the same seed; logprobs agree to ~1e-6.
   bool persistent_kv_cache = true;
+  /// Wall-clock limit of one play, seconds from its reset to its last step (sampling of its turns
+  /// included, as the reference's per-play timeout of 300 s); 0 = none. A play over it ends before its
+  /// next step as truncated, reward 0, failure "episode_timeout" (the environment is not blamed: the
+  /// step-timeout penalty of the regret_based designer reward is for "timeout" only).
+  double episode_timeout_s = 0;
 };
 
 /// Plays every spec once. Environments that fail to load or reset produce a result with

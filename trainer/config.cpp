@@ -313,6 +313,7 @@ void validate(const Config& c) {
           "sandbox.namespaces", "auto, require or off");
   require(c.sandbox.memory_limit_mb >= 16, "sandbox.memory_limit_mb", ">= 16");
   require(c.sandbox.cpu_limit_s >= 1, "sandbox.cpu_limit_s", ">= 1");
+  require(c.sandbox.episode_timeout_s >= 0, "sandbox.episode_timeout_s", ">= 0 seconds (0: no limit)");
   require(c.sandbox.pool_memory_mb >= 0, "sandbox.pool_memory_mb", ">= 0 (0: half of MemTotal)");
   require(c.sandbox.spare_children >= 0 && c.sandbox.spare_children <= 64, "sandbox.spare_children", "in [0, 64]");
   require(c.sandbox.preload_spares >= 0 && c.sandbox.preload_spares <= 64, "sandbox.preload_spares", "in [0, 64]");

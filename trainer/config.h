@@ -156,7 +156,7 @@ struct OptimConfig {
 // Environment sandbox (envsandbox/sandbox.h SandboxOptions documents each field and its default).
 struct SandboxYaml {
   double load_timeout_s = 30, call_timeout_s = 30;   // reference §4: env step/load 30 s
-  double episode_timeout_s = 300;                     // one play 300 s
+  double episode_timeout_s = 300;                     // one play's wall clock, 300 s (reference); 0 = none
   int memory_limit_mb = 1024;                         // RLIMIT_AS headroom per environment
   int cpu_limit_s = 60;                               // RLIMIT_CPU per environment
   std::string namespaces = "auto";                    // auto | require | off (bubblewrap layer)

@@ -57,6 +57,7 @@ rollout::EpisodeOptions episode_options(const Config& c) {
   o.max_batch = c.selfplay.max_batch;
   o.sampling.max_tokens_in_flight = c.selfplay.max_tokens_in_flight;
   o.max_turns_cap = c.selfplay.max_turns;
+  o.episode_timeout_s = c.sandbox.episode_timeout_s;
   return o;
 }
 
