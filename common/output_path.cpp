@@ -25,10 +25,19 @@ namespace {
 // A directory walk stops here: a target this large is refused rather than scanned for minutes.
 constexpr size_t kMaxScannedEntries = 200000;
 
+// `path` absolute and normal, without a trailing separator ("out/" names the directory out).
+fs::path absolute_normal(const std::string& path) {
+  fs::path p = fs::absolute(path).lexically_normal();
+  if (!p.has_filename() && p.has_relative_path()) p = p.parent_path();
+  return p;
+}
+
+// absolute_normal with existing symlinks resolved.
 fs::path resolved(const std::string& path) {
   std::error_code ec;
-  fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
-  return ec ? fs::absolute(path).lexically_normal() : p;
+  const fs::path p = absolute_normal(path);
+  const fs::path c = fs::weakly_canonical(p, ec);
+  return ec ? p : absolute_normal(c.string());
 }
 
 // Whether `inner` is `outer` or lies below it (both resolved).
@@ -87,9 +96,10 @@ void remove_stale_siblings(const fs::path& target) {
   }
 }
 
-// The first spade run directory at or below `dir` ("" if none). Symlinks are not followed.
-std::string find_run_directory(const fs::path& dir, const std::string& what, const std::string& shown) {
-  if (is_run_directory(dir.string())) return dir.string();
+// The first spade run directory at or below `dir` ("" if none), `dir` itself only when `with_root`.
+// Symlinks are not followed.
+std::string find_run_directory(const fs::path& dir, bool with_root, const std::string& what, const std::string& shown) {
+  if (with_root && is_run_directory(dir.string())) return dir.string();
   std::error_code ec;
   size_t seen = 0;
   for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
@@ -122,7 +132,7 @@ bool check_output(const std::string& path, OutputKind kind, const OutputRule& ru
   if (!fs::exists(parent, ec)) {
     if (rule.may_create_parent) return false;
     throw Error(what + " " + path + ": the directory " + parent.string() +
-                " does not exist; create it first (outputs are never written into directories made up on the way)");
+                " does not exist; create it first, or give a path in an existing directory");
   }
   if (!fs::is_directory(parent, ec)) throw Error(what + " " + path + ": " + parent.string() + " is not a directory");
   remove_stale_siblings(target);
@@ -149,7 +159,7 @@ bool check_output(const std::string& path, OutputKind kind, const OutputRule& ru
     const fs::path cwd = resolved(fs::current_path(ec).string());
     if (!ec && (cwd == target || within(cwd, target)))
       throw Error(what + " " + path + ": contains the current directory and is never replaced; give a new or empty directory");
-    const std::string run = find_run_directory(target, what, path);
+    const std::string run = find_run_directory(target, !rule.may_replace_run, what, path);
     if (!run.empty())
       throw Error(what + " " + path + ": " + (run == target.string() ? std::string("is a spade run directory")
                                                                     : "contains the spade run directory " + run) +
@@ -172,7 +182,7 @@ void write_output_file(const std::string& path, std::string_view data, const Out
 
 StagedDir::StagedDir(const std::string& target, const OutputRule& rule) : target_(target) {
   check_output(target, OutputKind::directory, rule);
-  const fs::path t = fs::absolute(target).lexically_normal();
+  const fs::path t = absolute_normal(target);
   std::error_code ec;
   if (!fs::exists(t.parent_path(), ec)) {
     fs::create_directories(t.parent_path(), ec);
@@ -191,7 +201,7 @@ StagedDir::~StagedDir() {
 }
 
 void StagedDir::commit() {
-  const fs::path t = fs::absolute(target_).lexically_normal();
+  const fs::path t = absolute_normal(target_);
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(t, ec)) || (fs::is_directory(t, ec) && fs::is_empty(t, ec))) {
     // rename(2) replaces an empty directory in one step.

@@ -9,7 +9,8 @@
 //   - a non-empty target is refused unless it is the command's own earlier output (OutputRule::own,
 //     e.g. a tournament directory it resumes) or the user passed --overwrite;
 //   - even with --overwrite, a target is never replaced when it is, or contains, one of the command's
-//     inputs, a spade run directory (is_run_directory), or the current working directory;
+//     inputs, a spade run directory (is_run_directory; only `spade train --overwrite` replaces a run
+//     it recognises), or the current working directory;
 //   - what is written goes to a temporary sibling (.NAME.tmp.PID.RANDOM in the same directory) that
 //     is renamed over the target: a crash or an error mid-write leaves the old content whole, and the
 //     sibling is removed (an error) or removed by the next writer of that target (a kill).
@@ -31,6 +32,9 @@ struct OutputRule {
   std::string overwrite_flag = "--overwrite";  // named in the refusal; "" when the command has none
   std::vector<std::string> inputs;    // paths the command reads: never replaced, never inside the target
   bool may_create_parent = false;     // a missing parent directory is created (a default root)
+  /// The target itself may be a spade run directory (set only by `spade train --overwrite`, after it
+  /// has recognised the run); run directories below it are still refused.
+  bool may_replace_run = false;
   /// An existing non-empty target this command may write over without --overwrite (its own earlier
   /// output, recognised by its content). Null: none is.
   std::function<bool(const std::string& path)> own;
