@@ -5,7 +5,7 @@
 //   spade duel bank generate --participant ID (--script SCRIPTS.json | --endpoints FILE.yaml)
 //                            --spec FILE.yaml... [--work DIR] [--bank FILE.sqlite] [--slots N] [--attempts N]
 //   spade duel match --a ID [--a-script A.json] --b ID [--b-script B.json] [--endpoints FILE.yaml]
-//                    --spec FILE.yaml... [--work DIR] [--bank FILE.sqlite] [--turns N] [--out match.json]
+//                    --spec FILE.yaml... [--work DIR] [--bank FILE.sqlite] [--turns N] [--out match.json [--overwrite]]
 //       Exit status 2 (a usage error, like a command line the parser refuses) when the bank does not
 //       exist or holds no task of either participant on the given repositories: every turn would be an
 //       automatic Blue win and the draw would mean nothing; the message names the bank and the `bank
@@ -18,6 +18,9 @@
 //       A resumable round robin (evaldual/tournament.h): rerun the same command after a crash and it
 //       continues; writes D/state.json, D/matches.json and D/rankings.json. Tasks come from the bank,
 //       which is checked as for `match` (exit status 2 when no participant has a task).
+// Outputs follow common/output_path.h: --work is new, empty, or a work directory these commands made
+// (marked by .spade-duel-work); --bank is new or a task bank to extend; --dir is new, empty, or a
+// tournament to resume; --out is new or empty unless --overwrite. All are checked before any play.
 // A participant is played by a replay script when one is given (evaldual/protocol.h ScriptedAgent: a
 // JSON object mapping session keys "REPO/red_a/s1/a1", "REPO/blue/RED/s1", ... to shell commands),
 // else by the model endpoint its id names in the endpoints file (evaldual/model_endpoints.h; example
@@ -112,15 +115,6 @@ bool is_sqlite_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char header[16] = {};
   return in.read(header, sizeof header) && std::string(header, sizeof header) == std::string("SQLite format 3\0", 16);
-}
-
-// An --out file of these commands (common/output_path.h), checked before the match is played.
-OutputRule out_rule(const std::string& what, bool overwrite, std::vector<std::string> inputs) {
-  OutputRule rule;
-  rule.what = what;
-  rule.overwrite = overwrite;
-  rule.inputs = std::move(inputs);
-  return rule;
 }
 
 std::vector<ev::PreparedRepo> prepared(const Common& c) {
@@ -443,9 +437,11 @@ void add_duel_protocol_commands(CLI::App* duel) {
     m->callback([a] {
       set_action([a] {
         const std::string bank = a->bank.empty() ? a->c.work + "/bank.sqlite" : a->bank;
-        std::vector<std::string> inputs = a->c.specs;
-        inputs.insert(inputs.end(), {bank, a->a_script, a->b_script, a->endpoints});
-        const OutputRule rule = out_rule("duel match --out", a->overwrite, inputs);
+        OutputRule rule;
+        rule.what = "duel match --out";
+        rule.overwrite = a->overwrite;
+        rule.inputs = a->c.specs;
+        rule.inputs.insert(rule.inputs.end(), {bank, a->a_script, a->b_script, a->endpoints});
         if (!a->out.empty()) check_output(a->out, OutputKind::file, rule);  // before the match is played
         claim_work_dir(a->c, /*create=*/false);
         if (int rc = check_bank(bank, {a->a, a->b}, a->c, "match")) return rc;
