@@ -181,3 +181,25 @@ TEST(OutputPath, AFailureMidWriteLeavesTheOldContentAndNoTemporary) {
   check_output(d + "/f.txt", OutputKind::file, rule(true));
   EXPECT_TRUE(fs::exists(mine));
 }
+
+TEST(OutputPath, OnlyTrainReplacesARunAndATrailingSlashNamesTheDirectory) {
+  const std::string d = fresh("replace_run");
+  make_run(d + "/run");
+  OutputRule r = rule(/*overwrite=*/true);
+  r.may_replace_run = true;  // what `spade train --overwrite` sets once it has recognised the run
+  {
+    StagedDir s(d + "/run/", r);  // "run/" is the directory run
+    write_file_atomic(s.path() + "/config.yaml", "run: {name: new}\n");
+    s.commit();
+  }
+  EXPECT_EQ(fixtures::tree_snapshot(d + "/run"), (std::map<std::string, std::string>{{"config.yaml", "run: {name: new}\n"}}));
+  EXPECT_EQ(fixtures::count_entries_with_prefix(d, ".run."), 0);
+  // A run below the target is still never replaced.
+  make_run(d + "/outer/inner_run");
+  write_file_atomic(d + "/outer/config.yaml", "run: {name: outer}\n");
+  fs::create_directories(d + "/outer/checkpoints");
+  const auto before = fixtures::tree_snapshot(d + "/outer");
+  const std::string e = fixtures::error_of([&] { StagedDir s(d + "/outer", r); });
+  EXPECT_NE(e.find("contains the spade run directory " + d + "/outer/inner_run"), std::string::npos) << e;
+  EXPECT_EQ(fixtures::tree_snapshot(d + "/outer"), before);
+}
