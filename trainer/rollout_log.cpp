@@ -35,8 +35,9 @@ hid_t f32() { return H5T_IEEE_F32LE; }
 const std::vector<Column>& episode_scalars() {
   static const std::vector<Column> c = {
       {"id", i64, "episode id: row index since the start of the run"},
-      {"step", i64, "rollout t whose optimizer step trained the episode (hinted plays: t they ran at)"},
-      {"rollout_id", i64, "rollout t that produced the episode (designer samples: t - k)"},
+      {"step", i64, "the step (numbered from 1, as in metrics.jsonl) whose optimizer update trained the episode "
+                    "(hinted plays: the step they ran at)"},
+      {"rollout_id", i64, "the step that produced the episode (designer samples: k steps before `step`)"},
       {"role", u8, "0 agent, 1 designer, 2 hint (root attribute role_names)"},
       {"hinted", u8, "1 for a hinted play (the hint appended to the first observation); never trained"},
       {"trained", u8, "1 when the episode was part of the optimizer batch"},
@@ -64,7 +65,7 @@ const std::vector<Ragged>& episode_ragged() {
   return c;
 }
 const std::vector<Column>& env_scalars() {
-  static const std::vector<Column> c = {{"born", i64, "rollout t of the regeneration that admitted it"},
+  static const std::vector<Column> c = {{"born", i64, "the step of the regeneration that admitted it"},
                                         {"from_seed", u8, "1 for a seed environment filling an empty slot"},
                                         {"source_hash", u64, "FNV-1a 64 of the program"}};
   return c;
