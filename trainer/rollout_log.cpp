@@ -14,7 +14,8 @@ namespace spade::trainer {
 
 namespace {
 
-// 2: env_source_hash is the standard FNV-1a (format 1 used an offset basis one digit short).
+// 2: env_source_hash is the standard FNV-1a (format 1 used an offset basis one digit short), and step,
+// rollout_id and born count from 1 as the console, metrics and checkpoint names do.
 constexpr const char* kFormat = "spade-rollouts-2";
 
 struct Column {
