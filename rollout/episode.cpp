@@ -99,6 +99,7 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
     r.actions.push_back(action);
     envsandbox::GameStep step = e.game->step(action);
     if (!step.failure.empty()) r.failure = step.failure;
+    else if (!step.refused.empty()) r.failure = step.refused;  // e.g. reward_not_finite; reward -1 below
     if (step.terminated || step.truncated || !step.failure.empty()) {
       r.terminated = step.terminated;
       r.truncated = step.truncated;

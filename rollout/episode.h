@@ -38,7 +38,12 @@ struct EpisodeResult {
   bool terminated = false;
   bool truncated = false;
   int turns = 0;
-  std::string failure;  // "" or why the environment failed (load/reset/step reason id)
+  /// "" or why the environment failed: a load/reset reason id, a process-level step failure (timeout,
+  /// exited, signal, protocol; reward 0), or why its last step() answer was refused
+  /// (envsandbox::GameStep::refused: step_exception, memory, step_bad_return, step_bad_type,
+  /// reward_not_finite; the episode then ended terminated with reward -1, reference §3). A NaN or
+  /// infinite environment reward therefore never reaches `reward`.
+  std::string failure;
   std::vector<std::string> actions;  // parsed actions sent to step(), for logs
 };
 
