@@ -84,7 +84,7 @@ std::vector<rollout::Sample> agent_demonstrations(const rollout::PolicyRef& poli
       s.append_sampled(ids, std::vector<float>(ids.size(), 0.0f));
       envsandbox::GameStep step = game->step(response);
       if (step.terminated || step.truncated || !step.failure.empty()) {
-        won = step.terminated && step.reward > 0 && step.failure.empty();
+        won = step.won();
         break;
       }
       s.append_context(policy.chat.ids_for_user_turn(step.obs));
