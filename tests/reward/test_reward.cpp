@@ -320,6 +320,7 @@ TEST(LearningPotential, OneStepPerSkillPerRoundWithTheMeanOverItsEnvironments) {
   EXPECT_NEAR(t.find("A")->learning_potential(), 0.25, 1e-12);
   EXPECT_NEAR(t.find("B")->mu_fast(), 0.2, 1e-15);
   EXPECT_THROW(t.update_round({{"C", std::nan("")}}), spade::Error);
+}
 
 // ---------------------------------------------------------------- non-finite rewards (issue 17)
 
