@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "apps/bench_work_dir.h"
 #include "apps/commands.h"
 #include "apps/error_text.h"
 #include "apps/json_io.h"
@@ -80,7 +81,9 @@ void add_bench_sampler_command(CLI::App& app) {
   cmd->add_option("--reference", args->reference, "the plain-loop baseline script");
   cmd->add_option("--hf-reference", args->hf_reference, "the transformers baseline script");
   cmd->add_option("--python", args->python, "interpreter command for the baseline scripts");
-  cmd->add_option("--work-dir", args->work_dir, "where the random checkpoints are written");
+  cmd->add_option("--work-dir", args->work_dir,
+                  "where the random checkpoints are written, as WORK/<model>/ (its parent must exist; only those "
+                  "entries are replaced, and only when they are earlier checkpoints)");
   cmd->add_option("--device", args->device, "torch device for our sampler and the baselines (cpu, cuda)");
   cmd->add_option("--dtype", args->dtype,
                   "float32 | bfloat16: weights and activations on both sides, and the checkpoint's dtype");
@@ -104,6 +107,7 @@ void add_bench_sampler_command(CLI::App& app) {
       std::vector<policy::ModelConfig> shapes;  // all names checked before any model is built
       const std::vector<std::string> names = split(args->models);
       for (const std::string& name : names) shapes.push_back(policy::named_model_shape(name));
+      prepare_bench_work_dir("bench sampler", args->work_dir, names);
       const int threads = args->threads > 0 ? args->threads
                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
       at::set_num_threads(threads);

@@ -22,6 +22,7 @@
 #include <thread>
 #include <time.h>
 
+#include "apps/bench_work_dir.h"
 #include "apps/commands.h"
 #include "apps/error_text.h"
 #include "apps/shape_options.h"
@@ -270,7 +271,9 @@ void add_bench_trainer_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "seed of the synthetic batch and the random weights");
   cmd->add_option("--reference", args->reference, "the Python baseline script");
   cmd->add_option("--python", args->python, "interpreter with torch (Debian's python3-torch)");
-  cmd->add_option("--work-dir", args->work_dir, "where the checkpoints and batch files are written");
+  cmd->add_option("--work-dir", args->work_dir,
+                  "where the checkpoints and batch files are written, as WORK/<model>/ (its parent must exist; only "
+                  "those entries are replaced, and only when they are earlier checkpoints)");
   cmd->add_flag("--json", args->json, "print the full report as JSON (default: a table)");
   cmd->add_flag("--no-reference", args->no_reference, "measure our trainer only");
   cmd->add_flag("--same-malloc", args->same_malloc,
@@ -295,7 +298,12 @@ void add_bench_trainer_command(CLI::App& app) {
       const int threads = args->threads > 0 ? args->threads
                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
       at::set_num_threads(threads);
-      fs::create_directories(args->work_dir);
+      {
+        std::vector<std::string> names;
+        std::stringstream list(args->models);
+        for (std::string name; std::getline(list, name, ',');) names.push_back(name);
+        prepare_bench_work_dir("bench trainer", args->work_dir, names);
+      }
 
       nlohmann::json report;
       report["bench"] = "trainer";

@@ -1,11 +1,13 @@
-// `spade corpus build`: corpus documents (JSONL) from Python docstrings, plain text and Markdown
-// (trainer/corpus.h build_corpus); says which files it skipped and why.
+// `spade corpus build [--from PATH...] --out F.jsonl [--overwrite]`: corpus documents (JSONL) from
+// Python docstrings, plain text and Markdown (trainer/corpus.h build_corpus); says which files it
+// skipped and why. --out follows common/output_path.h (checked before the sources are read).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "apps/commands.h"
+#include "common/output_path.h"
 #include "trainer/corpus.h"
 
 namespace spade::apps {
@@ -18,6 +20,7 @@ void add_corpus_commands(CLI::App& app) {
     std::string out;
     int max_words = 6000, min_words = 20;
     bool verbose = false;
+    bool overwrite = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* build = corpus->add_subcommand(
@@ -25,7 +28,8 @@ void add_corpus_commands(CLI::App& app) {
   build->add_option("--from", args->from,
                     "files or directories to read .py, .txt and .md files from (default: the docstrings of the "
                     "Python standard library and sympy)");
-  build->add_option("--out", args->out, "output JSONL path")->required();
+  build->add_option("--out", args->out, "output JSONL path: a new or empty file in an existing directory")->required();
+  build->add_flag("--overwrite", args->overwrite, "replace a non-empty --out (never one of the --from sources)");
   build->add_option("--max-words", args->max_words, "word cap per document (the SPADE reference's)");
   build->add_option("--min-words", args->min_words, "skip documents with fewer words");
   build->add_flag("-v,--verbose", args->verbose, "list every skipped file (else the first 20)");
@@ -33,6 +37,11 @@ void add_corpus_commands(CLI::App& app) {
     set_action([args] {
       const bool defaults = args->from.empty();
       const std::vector<std::string> from = defaults ? trainer::default_corpus_sources() : args->from;
+      OutputRule rule;
+      rule.what = "corpus build --out";
+      rule.overwrite = args->overwrite;
+      rule.inputs = from;
+      check_output(args->out, OutputKind::file, rule);  // before minutes of reading sources
       const trainer::CorpusBuildStats s =
           trainer::build_corpus(from, args->out, args->max_words, args->min_words,
                                 defaults ? trainer::CorpusInputs::python : trainer::CorpusInputs::python_and_text);

@@ -160,7 +160,15 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& where) {
                      opt<bool>(j, "attention_bias", false, [&](const json& v) { return v.get<bool>(); });
   c.qk_norm = c.model_type == "qwen3" || c.model_type == "qwen3_moe";
   if (c.model_type == "qwen3_moe") {
-    c.num_experts = req_int(j, "num_experts", where);
+    // transformers >= 5 writes Qwen3MoeConfig.num_experts as 'num_local_experts' (its attribute_map;
+    // config.json of transformers 5.17 on the H200 image, bench/RESULTS.md); either name, not both.
+    const bool has_local = j.contains("num_local_experts") && !j.at("num_local_experts").is_null();
+    if (has_local && j.contains("num_experts") && !j.at("num_experts").is_null() &&
+        j.at("num_experts") != j.at("num_local_experts"))
+      fail(where, "'num_experts' and 'num_local_experts' disagree (" + j.at("num_experts").dump() + " vs " +
+                      j.at("num_local_experts").dump() + ")");
+    c.num_experts = has_local && !j.contains("num_experts") ? req_int(j, "num_local_experts", where)
+                                                             : req_int(j, "num_experts", where);
     c.num_experts_per_tok = req_int(j, "num_experts_per_tok", where);
     c.moe_intermediate_size = req_int(j, "moe_intermediate_size", where);
     c.norm_topk_prob = opt<bool>(j, "norm_topk_prob", false, [&](const json& v) {

@@ -98,6 +98,9 @@ void visit_fields(Config& c, F&& f) {
   f("reward.designer_scale_cap", c.reward.designer_scale_cap);
   f("reward.ema_fast", c.reward.ema_fast);
   f("reward.ema_slow", c.reward.ema_slow);
+  f("reward.frontier_weight", c.reward.frontier_weight);
+  f("reward.frontier_scale", c.reward.frontier_scale);
+  f("reward.lp_variance_bonus", c.reward.lp_variance_bonus);
   f("loss.eps_low", c.loss.eps_low);
   f("loss.eps_high", c.loss.eps_high);
   f("loss.dual_clip_c", c.loss.dual_clip_c);
@@ -376,12 +379,15 @@ void validate(const Config& c) {
           "sandbox.namespaces", "auto, require or off");
   require(c.sandbox.memory_limit_mb >= 16, "sandbox.memory_limit_mb", ">= 16");
   require(c.sandbox.cpu_limit_s >= 1, "sandbox.cpu_limit_s", ">= 1");
+  require(c.sandbox.episode_timeout_s >= 0, "sandbox.episode_timeout_s", ">= 0 seconds (0: no limit)");
   require(c.sandbox.pool_memory_mb >= 0, "sandbox.pool_memory_mb", ">= 0 (0: half of MemTotal)");
   require(c.sandbox.spare_children >= 0 && c.sandbox.spare_children <= 64, "sandbox.spare_children", "in [0, 64]");
   require(c.sandbox.preload_spares >= 0 && c.sandbox.preload_spares <= 64, "sandbox.preload_spares", "in [0, 64]");
   require(c.sandbox.spin_us >= 0 && c.sandbox.spin_us <= 10000, "sandbox.spin_us", "in [0, 10000] microseconds");
   require(c.sandbox.max_obs_chars >= 256, "sandbox.max_obs_chars", ">= 256");
   require(c.reward.regret_scale > 0, "reward.regret_scale", "> 0");
+  require(c.reward.frontier_weight >= 0, "reward.frontier_weight", ">= 0 (0: off, as in the paper)");
+  require(c.reward.frontier_scale > 0, "reward.frontier_scale", "> 0");
   require(c.corpus.max_words >= 1, "corpus.max_words", ">= 1");
   require(c.loss.kl_coef >= 0.0, "loss.kl_coef", ">= 0");
   require(c.loss.max_len >= 0, "loss.max_len", ">= 0 (0: the longest row of the batch)");

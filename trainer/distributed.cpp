@@ -5,7 +5,8 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#ifdef USE_C10D_GLOO
+#include <torch/csrc/distributed/c10d/Types.hpp>  // ReduceOp, *Options: not only through a ProcessGroup header
+#ifdef SPADE_WITH_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
 #ifdef USE_C10D_NCCL
@@ -122,10 +123,10 @@ std::string resolve_backend(const std::string& requested) {
   }
   if (b != "gloo" && b != "nccl")
     throw Error("distributed: unknown backend '" + requested + "' (use gloo, nccl or auto)");
-#ifndef USE_C10D_GLOO
+#ifndef SPADE_WITH_GLOO
   if (b == "gloo")
     throw Error("distributed: this spade was built without Gloo (install libgloo-dev and rebuild: "
-                "trainer/CMakeLists.txt defines USE_C10D_GLOO when gloo/config.h is found)");
+                "gloo's headers are looked for at configure time)");
 #endif
 #ifndef USE_C10D_NCCL
   if (b == "nccl")
@@ -219,7 +220,7 @@ DistributedContext::DistributedContext(const DistributedEnv& env, const Distribu
   }
   try {
     if (backend == "gloo") {
-#ifdef USE_C10D_GLOO
+#ifdef SPADE_WITH_GLOO
       // As torch.distributed does: GLOO_SOCKET_IFNAME (comma-separated) picks interfaces, else the
       // address this host name resolves to, falling back to loopback.
       auto o = c10d::ProcessGroupGloo::Options::create(to_ms(options.timeout_s));

@@ -13,7 +13,8 @@
 #                                 BUILD/.spade_configured records success, so a configured directory is
 #                                 never reconfigured; in cpu mode an existing CMakeCache.txt is also
 #                                 left alone, so a CPU build dir given to --dry-run keeps its build
-#                                 type), then builds only TARGET... with
+#                                 type; in gpu mode a configure that fails on Python's embedding is
+#                                 retried once with -DSPADE_WITH_ENVD=OFF), then builds only TARGET... with
 #                                 all cores, under `timeout LIMIT_S`. Logs: LOGDIR/cmake.log,
 #                                 LOGDIR/build.log (appended). Returns 0 on success, 124 when the build
 #                                 ran out of time (a later call continues incrementally), else non-zero;
@@ -50,6 +51,11 @@ spade_build_env() {
   else
     echo "spade_build_env: no gpu_debs/ (carry=[\"gpu_debs\"]): relying on the machine's own -dev packages"
   fi
+  # The machine's own pybind11 (pip) before Debian 12's 2.10 from gpu_debs: newer Pythons (3.12 on the
+  # H200 image) are supported from pybind11 2.11 on.
+  local pyb
+  pyb=$("$py" -c 'import pybind11; print(pybind11.get_cmake_dir())' 2> /dev/null) && [[ -d $pyb ]] \
+    && SPADE_CMAKE_ARGS+=(-Dpybind11_DIR="$pyb")
   local arch=""
   command -v nvidia-smi > /dev/null \
     && arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 2> /dev/null | tr -d ' ')
@@ -94,7 +100,17 @@ spade_build() {
     echo "spade_build: configuring $build"
     if ! timeout "$limit" cmake -S "$ROOT" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "${SPADE_CMAKE_ARGS[@]}" \
         > "$logdir/cmake.log" 2>&1; then
-      echo "spade_build: cmake failed (or timed out), $logdir/cmake.log:"; tail -40 "$logdir/cmake.log"; return 1
+      # A GPU image's python3 without Python.h / libpython (no python3-dev): everything but spade-envd.
+      if [[ ${SPADE_BUILD_MODE:-gpu} == gpu ]] && grep -qE 'Python3|pybind11' "$logdir/cmake.log"; then
+        echo "spade_build: configure failed on Python's embedding (see cmake.log); again with -DSPADE_WITH_ENVD=OFF"
+        grep -E 'Could NOT find|Python3|pybind11' "$logdir/cmake.log" | head -5
+        mv "$logdir/cmake.log" "$logdir/cmake_with_envd.log"
+        timeout "$limit" cmake -S "$ROOT" -B "$build" -DCMAKE_BUILD_TYPE=Release "${SPADE_CMAKE_ARGS[@]}" \
+          -DSPADE_WITH_ENVD=OFF > "$logdir/cmake.log" 2>&1 \
+          || { echo "spade_build: cmake failed (or timed out), $logdir/cmake.log:"; tail -40 "$logdir/cmake.log"; return 1; }
+      else
+        echo "spade_build: cmake failed (or timed out), $logdir/cmake.log:"; tail -40 "$logdir/cmake.log"; return 1
+      fi
     fi
     touch "$build/.spade_configured"
   fi

@@ -54,28 +54,19 @@
 #      run(command="bash scripts/gpu/run_all.sh --budget <B - 40>", carry=["gpu_debs"], timeout_s=<B - 20>)
 #      (the 15 minutes include the machine's start and every idle second); then give_back().
 # Each reply's output_tail ends with summary.txt; details.tgz holds each phase's JSON and logs. Record
-# the numbers in bench/RESULTS.md. Expected times on the H200 (estimates, never measured: nothing here
-# has run on a GPU yet), with the reasoning:
-#   machine start      1-3 min, outside the command but inside the 15 min of device time.
-#   build              4-7 min: ~110 translation units including LibTorch headers, ~30-60 s each on one
-#                      core, 16 cores; plus gpu_debs extraction (seconds) and, only for a PyTorch built
-#                      with the old string ABI (not torch 2.11), rebuilding 3 libraries (~1-2 min).
-#   trainer    ~1.5-3 min (timeout 330): NCCL init and a 2-layer step (~15 s); the 4B model initialised
-#                      on the host in fp32 (~4.0e9 normal draws, ~30-60 s) and moved over; 3 steps of
-#                      8 x 4096 tokens at ~1.03e15 model FLOPs each (6 N + attention), ~3 s at 35% MFU,
-#                      ~4 s with the checkpointing recompute.
-#   sampler64  ~2-4 min (timeout 300): per model, random init (4B: ~30-60 s) and an 8 GB bf16 checkpoint
-#                      write; each baseline is a fresh Python process (import torch + transformers ~10 s,
-#                      load 1.2 / 8 GB); each side's 64 x (512 + 256) run is ~5-15 s (decode is
-#                      launch-bound in eager PyTorch: ~256 steps x 28-36 layers x ~10 kernels).
-#   trainer_nockpt ~1-1.5 min (timeout 200): init as above, 3 steps of ~2.5 s.
-#   parity     ~0.5 min (timeout 120): five tiny models on the CPU.
-#   sampler16_1 ~3-5 min (timeout 330): as sampler64, two batch sizes.
-#   unittests  ~5-9 min (timeout 560): ~40 more translation units, then the tests.
-# So of the ~12 minutes of command time the 15 minutes leave, the build takes about half; the first
-# call should also get through trainer, the second sampler64 (its minimum is 180 s) and, if lucky,
-# parity. sampler16_1 and unittests are last on purpose: they need a later session's device time (the
-# build is lost with the machine), and the unit tests also pass on the CPU in CI.
+# the numbers in bench/RESULTS.md. Times on the H200: MEASURED on 2026-12-04 where marked, else the
+# estimates written before any GPU run, with their reasoning:
+#   machine start      MEASURED ~35 s, outside the command but inside the 15 min of device time.
+#   build              MEASURED 69 s for `spade` (134 steps, 16 cores, torch 2.11: no old-ABI rebuild).
+#   trainer            MEASURED 63 s (NCCL group step, then the 4B step: 3.7 s per step).
+#   sampler64          MEASURED 267 s (both models, graphs auto and off, both baselines).
+#   trainer_nockpt     MEASURED 40 s.
+#   parity             MEASURED 15-18 s.
+#   sampler16_1 ~3-5 min (timeout 330): as sampler64, two batch sizes (estimate).
+#   turns              MEASURED 89 s.
+#   unittests  ~3-6 min (timeout 560): ~40 more translation units, then the tests (estimate).
+# One 570 s call got through every phase but sampler16_1 and unittests; a second call with the time
+# left runs those (the PASS markers skip the rest while the machine is warm).
 #
 # --dry-run: the same phases on a CPU build here ($BUILD, default ./build-gpu-dry; point BUILD at your
 # own CPU build dir to reuse it: an existing build dir is built as configured), with tiny shapes (model
@@ -94,8 +85,8 @@
 # Environment: OUT, BUILD, PYTHON (the interpreter with torch; GPU default python3), UNIT_TARGETS and
 # UNIT_REGEX (the unittests phase; default test_policy test_rollout, '^(policy|rollout)\.' on the GPU).
 #
-# STATUS: written and --dry-run checked on a CPU machine; NEVER run on a GPU yet. Expect small fixes on
-# the first GPU run; the summary line of each phase says what failed, details.tgz has the logs.
+# STATUS: run on an H200 on 2026-12-04 (bench/RESULTS.md "GPU checks": every phase but sampler16_1 and
+# unittests); the summary line of each phase says what failed, details.tgz has the logs.
 set -uo pipefail
 
 DRY=0 FRESH=0 PHASES="" BUDGET=""

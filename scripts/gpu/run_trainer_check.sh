@@ -4,7 +4,7 @@
 # checkpointing, 8 x 4096 tokens: tokens/s, MFU, peak GPU memory). See run_all.sh's header for the
 # details, the device tool call and the expected times.
 #
-# STATUS: never run on a GPU (--dry-run checked on the CPU).
+# STATUS: run once on an H200 (2026-12-04, bench/RESULTS.md "GPU checks").
 #
 # Usage (repository root; carry=["gpu_debs"] on the device machine): scripts/gpu/run_trainer_check.sh [--dry-run]
 exec bash "$(dirname "$0")/run_all.sh" --phases trainer "$@"

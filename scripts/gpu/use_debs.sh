@@ -10,7 +10,7 @@
 #    variables (PKG_CONFIG_LIBDIR limited to the extracted tree, PKG_CONFIG_SYSROOT_DIR = the prefix,
 #    so `-I/usr/include` of a .pc file becomes the extracted copy).
 # Returns non-zero with a message naming the step that failed. Never installs anything system-wide.
-# STATUS: never run on a GPU machine yet. `scripts/gpu/run_all.sh --dry-run` (phase debs) runs it here:
+# STATUS: used on an H200 machine (Ubuntu 24.04, torch 2.11 with the C++11 ABI) on 2026-12-04. `scripts/gpu/run_all.sh --dry-run` (phase debs) runs it here:
 # unpacking and a CMake configure against Debian's LibTorch; the old-ABI rebuild branch is not
 # exercised here (Debian's torch uses the C++11 ABI, as does torch 2.11 on the H200 image).
 use_debs() {

@@ -50,6 +50,16 @@ TEST(Moe, ConfigJsonRoundTripAndErrors) {
   j = c.to_json();
   j["num_experts_per_tok"] = 9;
   EXPECT_THROW(ModelConfig::from_json(j, "cfg"), spade::Error);
+  // transformers 5.17's Qwen3MoeConfig.to_json_string() names the expert count 'num_local_experts'
+  // (seen on the H200 image: {"num_experts_per_tok": 8, "num_local_experts": 128, ...}).
+  j = c.to_json();
+  j.erase("num_experts");
+  j["num_local_experts"] = 8;
+  EXPECT_EQ(ModelConfig::from_json(j, "cfg").num_experts, 8);
+  j["num_experts"] = 6;  // both, disagreeing
+  EXPECT_THROW(ModelConfig::from_json(j, "cfg"), spade::Error);
+  j["num_experts"] = 8;  // both, agreeing
+  EXPECT_EQ(ModelConfig::from_json(j, "cfg").num_experts, 8);
 }
 
 TEST(Moe, ParameterNamesAndCount) {

@@ -1,6 +1,8 @@
 // Run configs: defaults, unknown keys, type errors, --set, resolved round trip (DESIGN.md, Contracts).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "trainer/config.h"
@@ -195,4 +197,32 @@ TEST(LrSchedule, ConstantWarmupCosine) {
   EXPECT_DOUBLE_EQ(learning_rate(s, 100), 1e-4);
   s.kind = "linear";
   EXPECT_THROW(learning_rate(s, 0), spade::Error);
+}
+
+// reward.frontier_weight / frontier_scale / lp_variance_bonus: off by default (SPADE App. F.2: both
+// auxiliary terms are disabled in every paper run) and, when set, they reach the designer reward.
+// By hand (reward/designer_reward.h): no regret (r_hint = r_nohint = 0), window {0.2, 0.6} -> w = 0.4,
+// plateau(0.4) = 1 (inside [0.4, 0.6]); blend = 0.4 * 0 + 0.6 * 1 = 0.6; with frontier weight 1 and
+// scale 0.08: + 1 * -(0.4 - 0.5)^2 / 0.08 = -0.125 -> 0.475. learning_potential with mu_slow 0:
+// |0.4 - 0| = 0.4; with the bonus, variance of {0.2, 0.6} = 0.04: + exp(-(0.04 - 0.25)^2 / 0.02).
+TEST(Config, AuxiliaryDesignerTermsReachTheReward) {
+  reward::DesignerWindowStats w;
+  w.window_rewards = {0.2, 0.6};
+  const Config d = parse_config("", "empty.yaml");
+  EXPECT_EQ(d.reward.frontier_weight, 0.0);
+  EXPECT_FALSE(d.reward.lp_variance_bonus);
+  EXPECT_NEAR(reward::designer_raw_reward(w, designer_reward_config(d.reward)), 0.6, 1e-12);
+
+  const Config f = parse_config("reward:\n  frontier_weight: 1.0\n  frontier_scale: 0.08\n", "x.yaml");
+  EXPECT_NEAR(reward::designer_raw_reward(w, designer_reward_config(f.reward)), 0.475, 1e-12);
+
+  const Config lp = parse_config("reward:\n  designer_reward: learning_potential\n", "x.yaml",
+                                 {"reward.lp_variance_bonus=true"});
+  EXPECT_NEAR(reward::designer_raw_reward(w, designer_reward_config(lp.reward)),
+              0.4 + std::exp(-(0.04 - 0.25) * (0.04 - 0.25) / 0.02), 1e-12);
+  const Config again = parse_config(to_yaml(lp), "resolved.yaml");
+  EXPECT_TRUE(again.reward.lp_variance_bonus);
+
+  EXPECT_THROW(parse_config("reward:\n  frontier_scale: 0\n", "x.yaml"), Error);
+  EXPECT_THROW(parse_config("reward:\n  frontier_weight: -1\n", "x.yaml"), Error);
 }

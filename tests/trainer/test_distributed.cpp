@@ -156,14 +156,16 @@ void expect_two_ranks_match_one(const std::string& agg) {
   // The pre-clip norm exceeds the 0.5 cap at the first step, so the clip (global) is active.
   EXPECT_GT(one[0]["steps"][0]["grad_norm"].get<double>(), 0.5);
 
-  // The weights after 3 steps. Tolerance 2e-5 (0.2% of one lr=1e-2 step): the two runs differ only in
+  // The weights after 3 steps. Tolerance 1e-4 (1% of one lr=1e-2 step): the two runs differ only in
   // the order of float32 sums (per-micro-batch gradient accumulation, then a 2-way sum across ranks;
-  // relative error ~1e-7), which AdamW passes through as ~lr * 1e-7/|g| per step for |g| >> eps;
-  // a run with a per-rank normaliser or a per-rank clip moves weights by O(lr) differently.
+  // relative error ~1e-7), which AdamW's m / sqrt(v) amplifies for the few weights whose gradient is
+  // itself near the summation noise (seen: 1.0e-5 to 2.6e-5 over the four aggregations, here and on
+  // CI, which failed the earlier 2e-5); a run with a per-rank normaliser or a per-rank clip moves
+  // weights by O(lr) = 1e-2 differently, 100x the tolerance.
   const double diff = max_abs_diff(two[0]["params"], one[0]["params"]);
   const double moved = max_abs_diff(one[0]["params"], one[0]["initial"]);
   std::printf("[%s] max |w_2rank - w_1rank| = %.3g, max |w_1rank - w_0| = %.3g\n", agg.c_str(), diff, moved);
-  EXPECT_LE(diff, 2e-5);
+  EXPECT_LE(diff, 1e-4);
   EXPECT_GE(moved, 1e-2);  // the 3 steps did move the weights: ~lr per step
 }
 
@@ -375,7 +377,7 @@ TEST(DistributedTrain, TwoLocalRanksRunTwoSteps) {
   int n = 0;
   while (std::getline(in, line)) {
     const auto j = nlohmann::json::parse(line);
-    EXPECT_EQ(j["step"], n);
+    EXPECT_EQ(j["step"], n + 1);  // step numbers from 1
     EXPECT_EQ(j["envs/live"], 2) << line;
     EXPECT_EQ(j["batch/agent_samples"], 4) << line;  // 2 environments x 2 plays, from 2 ranks
     EXPECT_GT(j["train/tokens"].get<double>(), 0) << line;
