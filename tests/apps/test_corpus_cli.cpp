@@ -54,7 +54,7 @@ TEST(CorpusCli, ReadsTextAndMarkdownAndListsSkippedFiles) {
 
   // A named file of another type is skipped by name.
   r = spade::fixtures::run_command(std::string(SPADE_BIN) + " corpus build --from " + src + "/data.csv --from " + src +
-                                   "/notes.txt --out " + out + " --min-words 20 2>&1");
+                                   "/notes.txt --out " + out + " --overwrite --min-words 20 2>&1");  // replaces the first corpus
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_TRUE(has(r.out, "skipped " + src + "/data.csv: not a .py, .txt or .md file")) << r.out;
   EXPECT_TRUE(has(r.out, "1 document from 1 file read (0 too short, 0 unparseable); 0 files of other types")) << r.out;

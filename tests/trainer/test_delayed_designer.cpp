@@ -10,6 +10,7 @@
 // ignores the action and wins iff random.Random(seed).random() < 0.5, so window win rates, hence
 // blends, differ between environments and the per-skill centring is not trivially zero.
 // The fixture has no comments on purpose: the designer's max_new_tokens must cover the whole program.
+// It has no solution() either: no action wins a lost coin toss, so the solution gate would reject it.
 //
 // Every expected value is recomputed here from the run's own outputs (rollouts.h5 read back with
 // h5py by read_rollouts_h5.py, metrics.jsonl, envs/, the per-step checkpoints) with the reference's
