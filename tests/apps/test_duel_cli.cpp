@@ -67,6 +67,15 @@ TEST(DuelCli, ReportNamesAMatchListAndRateRefusesNegativeBootstrap) {
   r = spade_cmd("duel report --rankings " + dir + "/rankings.json");
   ASSERT_EQ(r.rc, 0) << r.out;
   for (const char* p : {"| 1 | x |", "| 1 | y |", "| 1 | z |"}) EXPECT_NE(r.out.find(p), std::string::npos) << p << "\n" << r.out;
+  // The web page of the same rankings (evaldual/leaderboard_page.h; rendered in Chromium by
+  // tests/evaldual/test_leaderboard_page.cpp): one row per player, all at rank 1.
+  r = spade_cmd("duel report --rankings " + dir + "/rankings.json --format html --out " + dir + "/board.html");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string page = spade::read_file(dir + "/board.html");
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* p : {"<tr class=\"participant\" data-rank=\"1\"><td>1</td><td class=\"id\">x</td>",
+                        "<td class=\"id\">y</td>", "<td class=\"id\">z</td>"})
+    EXPECT_NE(page.find(p), std::string::npos) << p;
   // A rankings file with a wrong field: the file, the field, what was expected.
   std::string text = spade::read_file(dir + "/rankings.json");
   text.replace(text.find("\"points\": "), 10, "\"points\": \"many\", \"was\": ");
