@@ -12,6 +12,8 @@
 //       generate` command that fills it. Exit status 1 when the match was played without a single
 //       contested turn (every defense dropped); its record, if written, carries a "warning". A side
 //       without tasks on a repository is legal (paper §3.4: its Red turns are Blue wins) and noted.
+//       --turns (default 1, as bank generate's --slots) above a participant's slots on a repository is
+//       a usage error naming both numbers.
 //   spade duel tournament --participant ID... [--script ID=FILE.json]... [--endpoints FILE.yaml]
 //                    [--late-entrant ID --prior MATCHES.json] --spec FILE.yaml... [--work DIR] [--bank FILE]
 //                    [--turns N] [--id T] [--dir D] [--bootstrap N] [--seed S]
@@ -141,11 +143,14 @@ std::unique_ptr<ev::ScriptedAgent> load_script(const std::string& path) {
 constexpr int kUsageError = 2;
 
 // The bank a match or tournament reads: it must exist and hold a task of at least one of `ids` on
-// `repos` (otherwise every turn would be an automatic Blue win and every match a meaningless draw).
-// Returns 0 after printing a note for each participant that has no task on a repository (its Red turns
-// there are automatic Blue wins, paper §3.4), or prints the problem, the bank's path and the command
-// that fills it and returns kUsageError.
-int check_bank(const std::string& bank_path, const std::vector<std::string>& ids, const Common& c, const char* command) {
+// `repos` (otherwise every turn would be an automatic Blue win and every match a meaningless draw), and
+// `turns` tasks per repository and side may not exceed the slots a participant generated there (paper
+// §3.4 scores a missing task as a Blue win only for a slot that was tried and exhausted, not for one
+// that was never asked for). Returns 0 after printing a note for each participant that has no task on a
+// repository (its Red turns there are automatic Blue wins), or prints the problem, the bank's path and
+// the command that fixes it and returns kUsageError.
+int check_bank(const std::string& bank_path, const std::vector<std::string>& ids, const Common& c, const char* command,
+               int turns) {
   std::string specs;
   for (const auto& s : c.specs) specs += " --spec " + s;
   auto fill = [&] {
@@ -163,6 +168,17 @@ int check_bank(const std::string& bank_path, const std::vector<std::string>& ids
   std::vector<std::string> notes;
   for (const auto& id : ids) {
     for (const auto& r : repos) {
+      const int slots = tb.slot_count(id, r);
+      if (slots > 0 && turns > slots) {
+        std::fprintf(stderr,
+                     "error: duel %s: --turns %d asks for %d tasks per repository and side, but %s has %d slot%s on "
+                     "%s in %s (bank generate --slots %d): the other Red turns would be automatic Blue wins for tasks "
+                     "never asked for; pass --turns %d, or generate %d slots: spade duel bank generate --participant "
+                     "%s --slots %d ...\n",
+                     command, turns, turns, id.c_str(), slots, slots == 1 ? "" : "s", r.c_str(), bank_path.c_str(),
+                     slots, slots, turns, id.c_str(), turns);
+        return kUsageError;
+      }
       size_t k = tb.task_ids(id, r).size();
       total += static_cast<int>(k);
       if (k == 0) notes.push_back(id + " has no task on " + r + ": its Red turns there are automatic Blue wins");
@@ -416,7 +432,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
     struct Args {
       Common c;
       std::string a, a_script, b, b_script, endpoints, bank, out, id = "match";
-      int turns = 3;
+      int turns = 1;  // = bank generate's --slots default: one task per repository and side
       bool overwrite = false;
     };
     auto a = std::make_shared<Args>();
@@ -444,7 +460,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
         rule.inputs.insert(rule.inputs.end(), {bank, a->a_script, a->b_script, a->endpoints});
         if (!a->out.empty()) check_output(a->out, OutputKind::file, rule);  // before the match is played
         claim_work_dir(a->c, /*create=*/false);
-        if (int rc = check_bank(bank, {a->a, a->b}, a->c, "match")) return rc;
+        if (int rc = check_bank(bank, {a->a, a->b}, a->c, "match", a->turns)) return rc;
         const std::vector<ev::PreparedRepo> repos = prepared(a->c);
         ev::TaskBank tb(bank);
         auto agent_a = make_agent(a->a, a->a_script, a->endpoints, "--a-script");
@@ -475,7 +491,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
       Common c;
       std::vector<std::string> participants, scripts;
       std::string endpoints, bank, id = "tournament", dir, late_entrant, prior;
-      int turns = 3, bootstrap = 1000;
+      int turns = 1, bootstrap = 1000;  // turns = bank generate's --slots default
       uint64_t seed = 42;
     };
     auto a = std::make_shared<Args>();
@@ -519,7 +535,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
         for (const auto& [id, script] : script_of) dir_rule.inputs.push_back(script);
         claim_work_dir(a->c, /*create=*/false);
         check_output(dir, OutputKind::directory, dir_rule);
-        if (int rc = check_bank(bank, players, a->c, "tournament")) return rc;
+        if (int rc = check_bank(bank, players, a->c, "tournament", a->turns)) return rc;
         std::map<std::string, std::unique_ptr<ev::Agent>> agents;
         for (const std::string& p : players) {
           auto it = script_of.find(p);

@@ -19,9 +19,12 @@
 
 namespace spade::evaldual {
 
-/// Match settings (reference §7 arena.yaml: turns_per_player 3).
+/// Match settings. turns_per_player: the reference's arena file says 3 but banks 1 task per repository,
+/// so 2 of its 3 turns per side are automatic Blue wins out of the box; ours is 1, equal to
+/// ProtocolConfig::slots_per_repo (reference §7: 1 target per repository), and `spade duel match` refuses
+/// more turns than a participant has slots.
 struct MatchConfig {
-  int turns_per_player = 3;   // N: tasks per repository per side
+  int turns_per_player = 1;   // N: tasks per repository per side
   double draw_margin = 0.25;
   bool use_defense_cache = true;
 };
