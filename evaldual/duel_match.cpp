@@ -25,6 +25,8 @@ bool play_turn(TaskBank& bank, const MatchSide& red, const MatchSide& blue, cons
   TaskRecord rec = bank.load_record(ids[i]);
   check_not_stale(rec.task_id, rec.repo_pin, repo);
   TurnScore score;
+  double cost = 0;  // this turn's Blue session (0 when the defense cache answered)
+  int64_t tokens = 0;
   auto cached = cfg.use_defense_cache ? bank.cached_defense(rec.task_id, blue.id) : std::nullopt;
   if (cached) {
     score = turn_score_from_json(nlohmann::json::parse(*cached));
@@ -35,12 +37,13 @@ bool play_turn(TaskBank& bank, const MatchSide& red, const MatchSide& blue, cons
     DefenseResult d = run_defense(*blue.agent, ctx, repo, pub, sealed, protocol);
     if (!d.completed) return false;
     score = d.score;
+    cost = d.session.cost, tokens = d.session.tokens;
     bank.put_defense(rec.task_id, blue.id, to_json(score).dump());
   }
   t->blue_composite = score.blue_composite;
   t->extra = {{"s_regression", score.s_regression}, {"s_feature", score.s_feature}, {"s_bugfix", score.s_bugfix},
               {"red_composite", score.red_composite}, {"outcome", score.outcome}, {"detail", score.detail},
-              {"cached", static_cast<bool>(cached)}};
+              {"cached", static_cast<bool>(cached)}, {"cost", cost}, {"tokens", tokens}};
   return true;
 }
 
@@ -77,6 +80,11 @@ MatchRecord play_match(TaskBank& bank, const MatchSide& a, const MatchSide& b, c
   }
   m.score_a = qa;
   m.score_b = qb;
+  double cost = 0;  // the match's Blue sessions (the leaderboard page's tokens and cost per match)
+  int64_t tokens = 0;
+  for (const TurnRecord& t : m.turns) cost += t.extra.value("cost", 0.0), tokens += t.extra.value("tokens", int64_t{0});
+  m.extra["cost"] = cost;
+  m.extra["tokens"] = tokens;
   m.outcome = std::abs(qa - qb) < cfg.draw_margin ? Outcome::kDraw : qa > qb ? Outcome::kAWins : Outcome::kBWins;
   m.timestamp = utc_now_iso();
   if (contested_turns(m) == 0) {

@@ -8,6 +8,8 @@
 // A match without a single contested turn (every turn an automatic win, or every defense dropped)
 // carries no information about either side: its record says so (extra "warning", and
 // contested_turns() == 0), and `spade duel match` fails on it.
+// Spend: each played turn's extra holds its Blue session's "cost" (USD) and "tokens" (0 when the defense
+// cache answered), the match's extra their sums; the Red sessions' spend is on the task (TaskRecord).
 //
 // Thread-safety: play_match() is reentrant for distinct work directories; the bank is thread-safe.
 #pragma once

@@ -375,6 +375,29 @@ TEST(DuelMatch, FullMatchOnFixtureRepos) {
   }
   EXPECT_EQ(blue_trajectories, 3);
 
+  // Spend (replay agents: tokens are the reply's words, cost 0): the match's tokens are its turns',
+  // which are the Blue sessions' steps as their trajectory files record them; the admitted task's
+  // tokens are those of its attempt's sessions A, B and C.
+  int64_t blue_tokens = 0, turn_tokens = 0;
+  for (const auto& e : fs::directory_iterator(arena.protocol.work_dir + "/defense"))
+    if (e.path().filename().string().rfind("blue-", 0) == 0) {
+      const nlohmann::json trajectory = nlohmann::json::parse(spade::read_file((e.path() / "trajectory.json").string()));
+      for (const auto& step : trajectory["steps"]) blue_tokens += step["tokens"].get<int64_t>();
+    }
+  for (const TurnRecord& t : m.turns) turn_tokens += t.extra.value("tokens", int64_t{0});
+  EXPECT_GT(blue_tokens, 0);
+  EXPECT_EQ(turn_tokens, blue_tokens);
+  EXPECT_EQ(m.extra["tokens"].get<int64_t>(), blue_tokens);
+  EXPECT_EQ(m.extra["cost"].get<double>(), 0.0);
+  int64_t task_tokens = 0;
+  const std::vector<AttemptRecord> alice_attempts = bank.attempts(kAlice, "pyfix");
+  for (const auto& [session, json_text] : alice_attempts.at(4).trajectories) {
+    const nlohmann::json trajectory = nlohmann::json::parse(json_text);
+    for (const auto& step : trajectory["steps"]) task_tokens += step["tokens"].get<int64_t>();
+  }
+  EXPECT_GT(task_tokens, 0);
+  EXPECT_EQ(bank.load_record(alice_task).tokens, task_tokens);
+
   // The record is what the ratings layer reads.
   MatchRecord back = match_from_json(match_to_json(m), "test");
   EXPECT_EQ(back.turns.size(), 4u);
@@ -386,6 +409,7 @@ TEST(DuelMatch, FullMatchOnFixtureRepos) {
   EXPECT_EQ(bob.opened().size(), opened_bob);
   EXPECT_EQ(*again.score_a, 2.0);
   EXPECT_EQ(again.turns[1].extra["cached"], true);
+  EXPECT_EQ(again.extra["tokens"], 0);  // no session ran
 
   // Every attempt kept its session trajectories (A, B, C as far as it got).
   auto alice_py = bank.attempts(kAlice, "pyfix");
