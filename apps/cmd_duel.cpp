@@ -433,6 +433,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
       Common c;
       std::string a, a_script, b, b_script, endpoints, bank, out, id = "match";
       int turns = 1;  // = bank generate's --slots default: one task per repository and side
+      int workers = ev::MatchConfig{}.workers;
       bool overwrite = false;
     };
     auto a = std::make_shared<Args>();
@@ -446,6 +447,8 @@ void add_duel_protocol_commands(CLI::App* duel) {
     m->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite)");
     m->add_option("--turns", a->turns, "tasks per repository per side")->check(CLI::Range(1, std::numeric_limits<int>::max()));
     m->add_option("--match-id", a->id, "match id");
+    m->add_option("--workers", a->workers, "turns played at once (the record does not depend on it)")
+        ->check(CLI::Range(1, 64));
     m->add_option("--out", a->out,
                   "write the match record JSON here (the `spade duel rate` input form): a new or empty file in an "
                   "existing directory");
@@ -467,6 +470,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
         auto agent_b = make_agent(a->b, a->b_script, a->endpoints, "--b-script");
         ev::MatchConfig mc;
         mc.turns_per_player = a->turns;
+        mc.workers = a->workers;
         ev::MatchRecord r = ev::play_match(tb, {a->a, agent_a.get()}, {a->b, agent_b.get()}, repos,
                                            protocol_config(a->c), mc, a->id);
         for (const auto& t : r.turns)
@@ -492,6 +496,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
       std::vector<std::string> participants, scripts;
       std::string endpoints, bank, id = "tournament", dir, late_entrant, prior;
       int turns = 1, bootstrap = 1000;  // turns = bank generate's --slots default
+      int workers = ev::MatchConfig{}.workers;
       uint64_t seed = 42;
     };
     auto a = std::make_shared<Args>();
@@ -505,6 +510,8 @@ void add_duel_protocol_commands(CLI::App* duel) {
     t->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite; fill it with `bank generate`)");
     t->add_option("--turns", a->turns, "tasks per repository per side")->check(CLI::Range(1, std::numeric_limits<int>::max()));
     t->add_option("--id", a->id, "tournament id; match ids derive from it");
+    t->add_option("--workers", a->workers, "turns of a match played at once (the records do not depend on it)")
+        ->check(CLI::Range(1, 64));
     t->add_option("--dir", a->dir,
                   "tournament directory: state.json, matches.json, rankings.json (default WORK/tournaments/ID); new, "
                   "empty, or a tournament's to resume");
@@ -546,6 +553,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
         const ev::ProtocolConfig protocol = protocol_config(a->c);
         ev::MatchConfig mc;
         mc.turns_per_player = a->turns;
+        mc.workers = a->workers;
         ev::TournamentOptions to;
         to.seed = a->seed;
         if (!a->prior.empty()) to.prior_matches = ev::load_matches(a->prior);  // errors name the file and field

@@ -11,7 +11,11 @@
 // Spend: each played turn's extra holds its Blue session's "cost" (USD) and "tokens" (0 when the defense
 // cache answered), the match's extra their sums; the Red sessions' spend is on the task (TaskRecord).
 //
-// Thread-safety: play_match() is reentrant for distinct work directories; the bank is thread-safe.
+// Turns are played by MatchConfig::workers threads at once (each turn's Blue session and scoring run in
+// their own directories) and recorded in schedule order, so the record is the same for any worker count.
+//
+// Thread-safety: play_match() is reentrant for distinct work directories; the bank is thread-safe;
+// both agents' open_session() is called from several threads.
 #pragma once
 #include <string>
 #include <vector>
@@ -27,6 +31,7 @@ namespace spade::evaldual {
 /// more turns than a participant has slots.
 struct MatchConfig {
   int turns_per_player = 1;   // N: tasks per repository per side
+  int workers = 5;            // turns played at once (reference §7: 5 workers); the record does not depend on it
   double draw_margin = 0.25;
   bool use_defense_cache = true;
 };

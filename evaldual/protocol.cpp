@@ -104,7 +104,10 @@ std::string session_key(const SessionContext& c) {
 
 std::unique_ptr<Policy> ScriptedAgent::open_session(const SessionContext& ctx) {
   std::string key = session_key(ctx);
-  opened_.push_back(key);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    opened_.push_back(key);
+  }
   auto it = scripts_.find(key);
   return std::make_unique<ReplayPolicy>(it == scripts_.end() ? std::vector<std::string>{} : it->second);
 }

@@ -416,6 +416,18 @@ TEST(DuelMatch, FullMatchOnFixtureRepos) {
   EXPECT_EQ(alice_py[0].trajectories.size(), 1u);  // stopped after A
   EXPECT_EQ(alice_py[4].trajectories.size(), 3u);  // admitted: A, B, C
 
+  // The worker count does not change the record: the same match replayed without the defense cache
+  // by one worker (every Blue session and scoring run again) equals the first, played by 5 workers.
+  EXPECT_EQ(mc.workers, 5);
+  MatchConfig serial = mc;
+  serial.workers = 1;
+  serial.use_defense_cache = false;
+  MatchRecord one = play_match(bank, a, b, arena.repos, arena.protocol, serial, "m-0001");
+  ASSERT_EQ(one.turns.size(), m.turns.size());
+  for (size_t i = 0; i < m.turns.size(); ++i) EXPECT_EQ(turn_to_json(one.turns[i]), turn_to_json(m.turns[i])) << i;
+  EXPECT_EQ(*one.score_a, *m.score_a);
+  EXPECT_EQ(one.extra["tokens"], m.extra["tokens"]);
+
   // A repository whose pin moved makes its tasks stale: the match refuses them.
   std::vector<PreparedRepo> moved = arena.repos;
   moved[0].pin = "sha256:moved";
