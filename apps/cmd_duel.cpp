@@ -18,7 +18,8 @@
 //                    [--late-entrant ID --prior MATCHES.json] --spec FILE.yaml... [--work DIR] [--bank FILE]
 //                    [--turns N] [--id T] [--dir D] [--bootstrap N] [--seed S]
 //       A resumable round robin (evaldual/tournament.h): rerun the same command after a crash and it
-//       continues; writes D/state.json, D/matches.json and D/rankings.json. Tasks come from the bank,
+//       continues; writes D/state.json, D/matches.json, D/rankings.json and the page D/leaderboard.html
+//       (evaldual/leaderboard_page.h). Tasks come from the bank,
 //       which is checked as for `match` (exit status 2 when no participant has a task).
 // Outputs follow common/output_path.h: --work is new, empty, or a work directory these commands made
 // (marked by .spade-duel-work); --bank is new or a task bank to extend; --dir is new, empty, or a
@@ -46,6 +47,7 @@
 #include "evaldual/diff.h"
 #include "evaldual/input_fields.h"
 #include "evaldual/duel_match.h"
+#include "evaldual/leaderboard_page.h"
 #include "evaldual/model_agent.h"
 #include "evaldual/protocol.h"
 #include "evaldual/repo_spec.h"
@@ -581,8 +583,10 @@ void add_duel_protocol_commands(CLI::App* duel) {
         rated.insert(rated.end(), matches.begin(), matches.end());
         ev::Rankings r = ev::compute_rankings(rated, ro);
         write_file_atomic(dir + "/rankings.json", ev::rankings_to_json(r).dump(2) + "\n");
+        write_file_atomic(dir + "/leaderboard.html", ev::leaderboard_html(r));
         std::fputs(ev::rankings_table(r).c_str(), stdout);
-        std::printf("%zu matches in %s (state.json, matches.json, rankings.json)\n", matches.size(), dir.c_str());
+        std::printf("%zu matches in %s (state.json, matches.json, rankings.json, leaderboard.html)\n", matches.size(),
+                    dir.c_str());
         for (const std::string& p : players) print_usage(p, agents.at(p).get());
         return 0;
       });
