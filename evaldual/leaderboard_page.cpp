@@ -1,5 +1,7 @@
 #include "evaldual/leaderboard_page.h"
 
+#include "common/html.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -36,21 +38,6 @@ struct IntervalRow {
   bool marked = false;  // not a valid rating or interval (rankings.h bt_value_mark / bt_interval_mark)
 };
 
-// About five round tick positions covering [lo, hi].
-std::vector<double> ticks(double lo, double hi) {
-  const double raw = (hi - lo) / 5;
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  double step = mag;
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (raw <= m * mag) {
-      step = m * mag;
-      break;
-    }
-  std::vector<double> out;
-  for (double t = std::ceil(lo / step) * step; t <= hi + 1e-9 * step; t += step) out.push_back(std::abs(t) < 1e-12 ? 0 : t);
-  return out;
-}
-
 std::string interval_chart(const std::string& css_class, const std::string& axis_label,
                            const std::vector<IntervalRow>& rows) {
   double lo = 0, hi = 0;  // 0 (the mean log-strength) is always on the axis
@@ -67,7 +54,7 @@ std::string interval_chart(const std::string& css_class, const std::string& axis
   std::string s = "<svg class=\"" + css_class + "\" width=\"" + std::to_string(width) + "\" height=\"" +
                   std::to_string(height) + "\" role=\"img\" aria-label=\"" + html_escape(axis_label) + "\">\n";
   const int axis_y = top + row_h * static_cast<int>(rows.size()) + 4;
-  for (double t : ticks(lo, hi)) {
+  for (double t : chart_ticks(lo, hi)) {
     s += "<line x1=\"" + num("%.1f", x(t)) + "\" x2=\"" + num("%.1f", x(t)) + "\" y1=\"" + std::to_string(top) +
          "\" y2=\"" + std::to_string(axis_y) + "\" class=\"" + (t == 0 ? "zero" : "grid") + "\"/>\n";
     s += "<text x=\"" + num("%.1f", x(t)) + "\" y=\"" + std::to_string(axis_y + 14) +
@@ -315,49 +302,23 @@ std::string cost_section(const Rankings& r) {
   return s + "</tbody>\n</table>\n";
 }
 
-const char* kStyle = R"(body { font: 14px/1.4 sans-serif; margin: 24px; color: #222; }
-h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; }
-table { border-collapse: collapse; margin: 8px 0; }
-th, td { border-bottom: 1px solid #ddd; padding: 3px 8px; text-align: right; white-space: nowrap; }
-td.id, th.id, td.note { text-align: left; }
+const char* kStyle = R"(td.id, th.id, td.note { text-align: left; }
 td.note { white-space: normal; min-width: 16em; }
 .matrix td, .matrix th { text-align: center; border: 1px solid #ddd; }
 .matrix td.self { background: #eee; }
-svg text { font: 12px sans-serif; fill: #222; }
-svg .tick { fill: #666; } svg .axis { fill: #444; }
-svg line.grid { stroke: #e3e3e3; } svg line.zero { stroke: #999; stroke-dasharray: 4 3; }
 svg line.ci { stroke: #4e79a7; stroke-width: 4; stroke-linecap: round; }
 svg circle.point { fill: #e15759; }
 svg.hist rect { fill: #76b7b2; }
 svg.rate { vertical-align: middle; } svg.rate .track { fill: #eee; } svg.rate .fill { fill: #59a14f; }
 .hists { display: flex; flex-wrap: wrap; gap: 12px; } figure { margin: 0; } figcaption { font-size: 12px; }
-.empty, .marked { color: #777; font-style: italic; } .meta { color: #555; }
+.marked { color: #777; font-style: italic; }
 )";
 
 }  // namespace
 
-std::string html_escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::string leaderboard_html(const Rankings& r) {
   const std::string title = "SWE-Duel leaderboard" + (r.tournament_id.empty() ? "" : ": " + r.tournament_id);
-  std::string s = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                  "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
-                  "<title>" + html_escape(title) + "</title>\n<style>\n" + kStyle + "</style>\n</head>\n<body>\n";
-  s += "<h1>" + html_escape(title) + "</h1>\n";
+  std::string s = "<h1>" + html_escape(title) + "</h1>\n";
   s += "<p class=\"meta\">" + std::to_string(r.rankings.size()) + " participants, " + std::to_string(r.matches.size()) +
        " matches; format " + html_escape(r.format.empty() ? std::string(kDash) : r.format) + "; " +
        std::to_string(r.bootstrap_samples) + " bootstrap samples (seed " + std::to_string(r.seed) + ")" +
@@ -371,8 +332,7 @@ std::string leaderboard_html(const Rankings& r) {
   s += histogram_section(r);
   s += matrices_section(r);
   s += cost_section(r);
-  s += "</body>\n</html>\n";
-  return s;
+  return html_page(title, kStyle, s);
 }
 
 }  // namespace spade::evaldual

@@ -29,10 +29,7 @@
 
 namespace spade::evaldual {
 
-/// The page (UTF-8 HTML5 document) for `r`.
+/// The page (UTF-8 HTML5 document, common/html.h's skeleton) for `r`.
 std::string leaderboard_html(const Rankings& r);
-
-/// `text` with &, <, >, " and ' replaced by HTML character references.
-std::string html_escape(const std::string& text);
 
 }  // namespace spade::evaldual

@@ -41,10 +41,6 @@ int occurrences_in_row(const std::string& html, const std::string& row_start, co
   return static_cast<int>(count(html.substr(a, b - a), what));
 }
 
-TEST(LeaderboardPage, EscapesHtml) {
-  EXPECT_EQ(html_escape("<a href='x'>&\"</a>"), "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;");
-}
-
 // Three participants, three matches; every figure below is counted by hand from these turns.
 //   m1 a-b: (red a, blue b, S_Blue 0): a wins as Red; (red b, blue a, 1): a wins as Blue. a_wins.
 //   m2 b-c: (red b, blue c, 1): c wins as Blue; (red c, blue b, 1): b wins as Blue. draw.
