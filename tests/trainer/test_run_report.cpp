@@ -1,0 +1,64 @@
+// trainer/run_report.h: the Wilson interval against published values, run directories read back, and
+// the Markdown table. (The page itself is loaded in Chromium by tests/apps/test_report_cli.cpp.)
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "trainer/run_report.h"
+
+namespace spade::trainer {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(RunReport, WilsonIntervalMatchesNewcombe1998) {
+  // Newcombe, "Two-sided confidence intervals for the single proportion", Stat. Med. 1998, Table I,
+  // method 3 (score interval without continuity correction), to 4 decimals.
+  const std::tuple<int, int, double, double> cases[] = {
+      {81, 263, 0.2553, 0.3662}, {15, 148, 0.0624, 0.1605}, {0, 20, 0.0, 0.1611}, {1, 29, 0.0061, 0.1718}};
+  for (const auto& [k, n, lo, hi] : cases) {
+    const auto [l, h] = wilson_interval(k, n);
+    EXPECT_NEAR(l, lo, 5e-5) << k << "/" << n;
+    EXPECT_NEAR(h, hi, 5e-5) << k << "/" << n;
+  }
+  EXPECT_EQ(wilson_interval(0, 0), std::make_pair(0.0, 0.0));
+}
+
+TEST(RunReport, ReadsARunAndNamesABadLine) {
+  const fs::path d = fs::path(SPADE_TEST_TMP) / "run_report" / "games-a";
+  fs::remove_all(d.parent_path());
+  fs::create_directories(d);
+  write_file_atomic((d / "metrics.jsonl").string(), "{\"step\": 1, \"reward/mean\": 0.5}\n{\"step\": 2}\n");
+  write_file_atomic((d / "summary.json").string(),
+                    R"({"wall_seconds": 486, "selfplay": {"attempts": 12, "admitted": 10, "hint_plays": 48,
+                        "hint_success": 0.0833333, "nohint_plays": 263, "nohint_success": 0.3079848,
+                        "rejected_by_reason": {"timeout": 2}}})");
+  write_file_atomic((d / "config.yaml").string(), "run: {name: games-tiny}\n");
+  RunMetrics r = load_run_metrics(d.string());
+  EXPECT_EQ(r.name, "games-a (games-tiny)");
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_EQ(r.steps[0]["reward/mean"], 0.5);
+  // 0.3079848 x 263 = 81 successes: Newcombe's 81/263 interval; 4/48 by the same formula.
+  const std::string md = runs_report_markdown({r});
+  EXPECT_NE(md.find("| games-a (games-tiny) | 2 | 486 s | 10 of 12 admitted | timeout 2 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("0.308 [0.255, 0.366] (263 plays)"), std::string::npos) << md;
+  const auto [lo, hi] = wilson_interval(4, 48);
+  char want[96];
+  std::snprintf(want, sizeof want, "0.083 [%.3f, %.3f] (48 plays)", lo, hi);
+  EXPECT_NE(md.find(want), std::string::npos) << md;
+
+  write_file_atomic((d / "metrics.jsonl").string(), "{\"step\": 1}\n[1, 2]\n");
+  try {
+    load_run_metrics(d.string());
+    FAIL() << "a line that is not a step record was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("metrics.jsonl:2: expected a JSON object with a numeric \"step\""), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(load_run_metrics((d.parent_path() / "missing").string()), Error);
+}
+
+}  // namespace
+}  // namespace spade::trainer

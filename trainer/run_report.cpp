@@ -1,0 +1,228 @@
+#include "trainer/run_report.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "common/error.h"
+#include "common/html.h"
+
+namespace spade::trainer {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string num(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// The charts: (title, y label, metric keys drawn in it, fixed [0, 1] axis).
+struct ChartSpec {
+  const char* title;
+  const char* key;
+  bool unit_range;
+};
+const ChartSpec kCharts[] = {
+    {"Agent reward (mean over the step's plays)", "reward/mean", false},
+    {"Agent success rate", "reward/success_rate", true},
+    {"Learnable share of designed environments", "designer/learnable_share", true},
+    {"Designer valid rate (admitted / attempts)", "designer/valid_rate", true},
+    {"Hint regret", "designer/regret", false},
+    {"Designer blend reward", "designer/blend", false},
+    {"Policy-gradient loss", "actor/pg_loss", false},
+    {"Clip fraction", "actor/pg_clipfrac", true},
+    {"Truncated IS weight (mean)", "train/tis", false},
+    {"Entropy", "actor/entropy", false},
+    {"Gradient norm", "actor/grad_norm", false},
+    {"Sampler tokens per second", "perf/tokens_per_s", false},
+};
+
+ChartSeries series_of(const RunMetrics& r, const std::string& key) {
+  ChartSeries s{r.name, {}, {}};
+  for (const nlohmann::json& m : r.steps)
+    if (m.contains(key) && m[key].is_number()) s.points.emplace_back(m["step"].get<double>(), m[key].get<double>());
+  return s;
+}
+
+// eval/<set>/success keys logged by any run, sorted.
+std::vector<std::string> eval_keys(const std::vector<RunMetrics>& runs) {
+  std::map<std::string, int> keys;
+  for (const RunMetrics& r : runs)
+    for (const nlohmann::json& m : r.steps)
+      for (const auto& [k, v] : m.items())
+        if (k.rfind("eval/", 0) == 0 && k.size() > 8 && k.compare(k.size() - 8, 8, "/success") == 0) keys[k] = 1;
+  std::vector<std::string> out;
+  for (const auto& [k, one] : keys) out.push_back(k);
+  return out;
+}
+
+double summary_number(const nlohmann::json& s, const char* group, const char* key) {
+  if (!s.is_object() || !s.contains(group) || !s[group].contains(key) || !s[group][key].is_number()) return NAN;
+  return s[group][key].get<double>();
+}
+
+// "0.146 [0.072, 0.272] (48 plays)" from a success share and a play count; "–" without plays.
+std::string rate_with_interval(double share, double plays) {
+  if (!(plays > 0) || !std::isfinite(share)) return "\xE2\x80\x93";
+  const auto [lo, hi] = wilson_interval(std::round(share * plays), plays);
+  return num("%.3f", share) + " [" + num("%.3f", lo) + ", " + num("%.3f", hi) + "] (" + num("%.0f", plays) + " plays)";
+}
+
+struct Row {
+  std::string name, steps, wall, designer, rejected, hint, nohint;
+};
+
+std::vector<Row> rows_of(const std::vector<RunMetrics>& runs) {
+  std::vector<Row> rows;
+  for (const RunMetrics& r : runs) {
+    const nlohmann::json& s = r.summary;
+    Row row;
+    row.name = r.name;
+    row.steps = std::to_string(r.steps.size());
+    const double wall = s.is_object() ? s.value("wall_seconds", NAN) : NAN;
+    row.wall = std::isfinite(wall) ? num("%.0f s", wall) : "\xE2\x80\x93";
+    const double attempts = summary_number(s, "selfplay", "attempts"), admitted = summary_number(s, "selfplay", "admitted");
+    row.designer = std::isfinite(attempts) ? num("%.0f", admitted) + " of " + num("%.0f", attempts) + " admitted" : "\xE2\x80\x93";
+    if (s.is_object() && s.contains("selfplay") && s["selfplay"].contains("rejected_by_reason"))
+      for (const auto& [reason, n] : s["selfplay"]["rejected_by_reason"].items())
+        row.rejected += (row.rejected.empty() ? "" : ", ") + reason + " " + n.dump();
+    if (row.rejected.empty()) row.rejected = std::isfinite(attempts) ? "none" : "\xE2\x80\x93";
+    row.hint = rate_with_interval(summary_number(s, "selfplay", "hint_success"), summary_number(s, "selfplay", "hint_plays"));
+    row.nohint =
+        rate_with_interval(summary_number(s, "selfplay", "nohint_success"), summary_number(s, "selfplay", "nohint_plays"));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+const char* kHeader[] = {"Run", "Steps", "Wall time", "Designer", "Rejected (reason count)",
+                         "Success with hint, 95% CI", "Success without hint, 95% CI"};
+
+}  // namespace
+
+RunMetrics load_run_metrics(const std::string& run_dir) {
+  RunMetrics r;
+  r.dir = run_dir;
+  r.name = fs::path(run_dir).filename().string();
+  if (r.name.empty()) r.name = fs::path(run_dir).parent_path().filename().string();
+  const fs::path metrics = fs::path(run_dir) / "metrics.jsonl";
+  std::ifstream in(metrics);
+  if (!in) throw Error(metrics.string() + ": cannot open (is " + run_dir + " a run directory of `spade train`?)");
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("step") || !j["step"].is_number())
+      throw Error(metrics.string() + ":" + std::to_string(line_no) + ": expected a JSON object with a numeric \"step\"");
+    r.steps.push_back(std::move(j));
+  }
+  const fs::path summary = fs::path(run_dir) / "summary.json";
+  if (fs::exists(summary)) {
+    std::ifstream s(summary);
+    r.summary = nlohmann::json::parse(s, nullptr, false);
+    if (r.summary.is_discarded()) throw Error(summary.string() + ": not valid JSON");
+  }
+  const fs::path config = fs::path(run_dir) / "config.yaml";
+  if (fs::exists(config)) {
+    try {
+      YAML::Node c = YAML::LoadFile(config.string());
+      if (c["run"] && c["run"]["name"] && fs::path(run_dir).filename() != c["run"]["name"].as<std::string>())
+        r.name = fs::path(run_dir).filename().string() + " (" + c["run"]["name"].as<std::string>() + ")";
+    } catch (const YAML::Exception& e) {
+      throw Error(config.string() + ": " + e.what());
+    }
+  }
+  return r;
+}
+
+std::pair<double, double> wilson_interval(double k, double n) {
+  if (!(n > 0)) return {0, 0};
+  const double z = 1.959964, p = k / n, d = 1 + z * z / n;
+  const double c = (p + z * z / (2 * n)) / d, h = z * std::sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d;
+  return {std::max(0.0, c - h), std::min(1.0, c + h)};
+}
+
+std::string runs_report_html(const std::vector<RunMetrics>& runs) {
+  if (runs.empty()) throw Error("report: no run given");
+  std::string b = "<h1>Training runs</h1>\n<p class=\"meta\">" + std::to_string(runs.size()) + " run" +
+                  (runs.size() == 1 ? "" : "s") + ": ";
+  for (size_t i = 0; i < runs.size(); ++i) b += (i ? ", " : "") + html_escape(runs[i].name) + " (" + html_escape(runs[i].dir) + ")";
+  b += ". Success rates carry 95% Wilson score intervals over the plays they count.</p>\n";
+  b += "<table class=\"runs\">\n<thead><tr>";
+  for (const char* h : kHeader) b += std::string("<th>") + h + "</th>";
+  b += "</tr></thead>\n<tbody>\n";
+  for (const Row& r : rows_of(runs))
+    b += "<tr class=\"run\"><td class=\"name\">" + html_escape(r.name) + "</td><td>" + r.steps + "</td><td>" + r.wall +
+         "</td><td>" + r.designer + "</td><td>" + html_escape(r.rejected) + "</td><td>" + r.hint + "</td><td>" + r.nohint +
+         "</td></tr>\n";
+  b += "</tbody>\n</table>\n";
+  const std::vector<std::string> evals = eval_keys(runs);
+  b += "<h2>Held-out evaluation</h2>\n";
+  if (evals.empty()) b += "<p class=\"empty\">No run logged eval/&lt;set&gt;/success.</p>\n";
+  for (const std::string& key : evals) {
+    std::vector<ChartSeries> series;
+    const std::string stem = key.substr(0, key.size() - 8);
+    for (const RunMetrics& r : runs) {
+      ChartSeries s = series_of(r, key);
+      for (const nlohmann::json& m : r.steps)
+        if (m.contains(stem + "/success_low") && m.contains(stem + "/success_high"))
+          s.band.push_back({m["step"].get<double>(), {m[stem + "/success_low"].get<double>(), m[stem + "/success_high"].get<double>()}});
+      series.push_back(std::move(s));
+    }
+    b += "<h3>" + html_escape(key) + "</h3>\n" + svg_line_chart("step", key, series, std::make_pair(0.0, 1.0));
+  }
+  std::vector<std::string> missing;
+  b += "<h2>Training curves</h2>\n<div class=\"charts\">\n";
+  for (const ChartSpec& c : kCharts) {
+    std::vector<ChartSeries> series;
+    bool any = false;
+    for (const RunMetrics& r : runs) {
+      series.push_back(series_of(r, c.key));
+      any = any || !series.back().points.empty();
+    }
+    if (!any) {
+      missing.push_back(c.key);
+      continue;
+    }
+    b += "<figure class=\"chart\" data-metric=\"" + html_escape(c.key) + "\"><figcaption>" + html_escape(c.title) + " (" +
+         html_escape(c.key) + ")</figcaption>\n" +
+         svg_line_chart("step", c.key, series,
+                        c.unit_range ? std::optional<std::pair<double, double>>(std::make_pair(0.0, 1.0)) : std::nullopt) +
+         "</figure>\n";
+  }
+  b += "</div>\n";
+  if (!missing.empty()) {
+    b += "<p class=\"empty\">Not logged by these runs: ";
+    for (size_t i = 0; i < missing.size(); ++i) b += (i ? ", " : "") + html_escape(missing[i]);
+    b += ".</p>\n";
+  }
+  return html_page("Training runs", R"(td.name, th:first-child { text-align: left; }
+.charts { display: flex; flex-wrap: wrap; gap: 16px; } figure { margin: 0; } figcaption { font-weight: bold; }
+)", b);
+}
+
+std::string runs_report_markdown(const std::vector<RunMetrics>& runs) {
+  if (runs.empty()) throw Error("report: no run given");
+  std::string out = "|";
+  std::string rule = "|";
+  for (const char* h : kHeader) out += std::string(" ") + h + " |", rule += "---|";
+  out += "\n" + rule + "\n";
+  auto md = [](std::string s) {
+    std::string o;
+    for (char c : s) o += c == '|' ? std::string("\\|") : std::string(1, c);
+    return o;
+  };
+  for (const Row& r : rows_of(runs))
+    out += "| " + md(r.name) + " | " + r.steps + " | " + r.wall + " | " + r.designer + " | " + md(r.rejected) + " | " + r.hint +
+           " | " + r.nohint + " |\n";
+  return out + "\nSuccess rates: share of plays with reward > 0 at regeneration steps, with 95% Wilson score intervals.\n";
+}
+
+}  // namespace spade::trainer
