@@ -4,6 +4,8 @@
 // reward/learning_potential.h, trainer/batch_filters.h).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/error.h"
 #include "trainer/selfplay_bookkeeping.h"
 
@@ -65,10 +67,11 @@ TEST(SelfPlayBookkeeping, AgentPlaysScoredFilteredAndCounted) {
   std::vector<LiveEnv> designed = live;
   designed[1].from_seed = false;
   EXPECT_EQ(score_agent_plays(plays, designed, 2, opt).learnable_share, 0.5);
-  // Standard z-scores: A's population std is 1, so its advantages are +-1 / (1 + eps).
+  // Standard z-scores (reward::group_advantages: Bessel-corrected std): A's rewards 1, -1 have mean 0
+  // and std sqrt((1 + 1) / (2 - 1)) = sqrt(2), so its first advantage is 1 / (sqrt(2) + eps).
   opt.scale_by_std = true;
   opt.std_eps = 1e-6;
-  EXPECT_DOUBLE_EQ(score_agent_plays(plays, live, 2, opt).advantages[0], 1 / (1 + 1e-6));
+  EXPECT_DOUBLE_EQ(score_agent_plays(plays, live, 2, opt).advantages[0], 1 / (std::sqrt(2.0) + 1e-6));
 }
 
 TEST(SelfPlayBookkeeping, PlaysNotInWholeGroupsAreRefused) {
