@@ -1,28 +1,14 @@
 #include "trainer/selfplay.h"
 
 #include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "common/atomic_file.h"
-#include "common/strings.h"
 #include "common/error.h"
-#include "common/fnv1a.h"
-#include "common/splitmix64.h"
-#include "reward/advantages.h"
 #include "common/process_stats.h"
-#include "reward/designer_reward.h"
-#include "rollout/designer.h"
-#include "rollout/episode.h"
-#include "rollout/prompts.h"
-#include "trainer/batch_filters.h"
 #include "trainer/checkpointing.h"
+#include "trainer/config_bridge.h"
 #include "trainer/device_memory.h"
-#include "trainer/lr_schedule.h"
 #include "trainer/selfplay_dp.h"
-#include "trainer/step_bench.h"
 
 namespace spade::trainer {
 
@@ -33,22 +19,69 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Reset seeds (reference §5: hinted plays reset with seed hash(path + i) mod 2^31; Python's hash is
-// salted, so we fix our own). The key is the environment's id (its generation, slot and skill), not its
-// file path: a path holds the run or checkout directory, which made a run's outcomes depend on where
-// it was started from. Hash: FNV-1a, then splitmix64 (common/splitmix64.h). FNV-1a alone leaves the low bits
-// poorly mixed (the parity of "path:t:g" alternated with g, and one environment's seeds mod 3 took
-// only two values), which games that pick their instance by seed % n would show as identical plays.
-int64_t reset_seed(const std::string& key) { return static_cast<int64_t>(splitmix64(fnv1a64(key)) % (1ULL << 31)); }
-
-double mean(const std::vector<double>& v) { return reward::mean_or_zero(v); }
-
 const DistributedContext& single_process() {
   static const DistributedContext single;
   return single;
 }
 
+// environment id -> program hash (the env_source_hash of rollouts.h5), added to `out`.
+void add_source_hashes(const std::vector<LiveEnv>& live, std::map<std::string, uint64_t>& out) {
+  for (const LiveEnv& env : live) out[env.id] = source_hash(env.code);
+}
+
+// The rollouts.h5 facts of one play (the sample, step and hash are set when the row is logged).
+EpisodeRow play_row(const rollout::EpisodeResult& r, bool trained) {
+  EpisodeRow row;
+  row.trained = trained;
+  row.terminated = r.terminated;
+  row.truncated = r.truncated;
+  row.turns = r.turns;
+  return row;
+}
+
+// Every episode of the step for rollouts.h5: the trained batch (designer first; `rows` holds its
+// facts) and the hinted plays, each with its step and its environment's program hash.
+std::vector<EpisodeRow> episode_rows(std::vector<EpisodeRow> rows, const std::vector<rollout::Sample>& batch,
+                                     const std::vector<rollout::EpisodeResult>& hinted, int64_t step,
+                                     const std::map<std::string, uint64_t>& hashes) {
+  const auto hash = [&](const std::string& id) {
+    const auto it = hashes.find(id);
+    return it == hashes.end() ? uint64_t{0} : it->second;
+  };
+  for (size_t i = 0; i < batch.size(); ++i) {
+    rows[i].sample = &batch[i];
+    rows[i].env_source_hash = hash(batch[i].env_id);
+  }
+  for (const rollout::EpisodeResult& r : hinted) {
+    rows.push_back(play_row(r, /*trained=*/false));
+    rows.back().hinted = true;
+    rows.back().sample = &r.sample;
+    rows.back().env_source_hash = hash(r.sample.env_id);
+  }
+  for (EpisodeRow& row : rows) row.step = step;
+  return rows;
+}
+
+void record_agent_scores(const AgentScores& s, StepRecord& rec) {
+  rec.agent_samples = static_cast<int64_t>(s.filter.kept.size());
+  rec.agent_filtered = s.filter.dropped;
+  rec.frac_zero_std = s.filter.frac_zero_std();
+  rec.truncated_frac = s.filter.truncated_frac();
+  rec.learnable_share = s.learnable_share;
+  rec.reward_mean = s.reward_mean;
+  rec.success_rate = s.success_rate;
+  rec.turns_mean = s.turns_mean;
+  rec.agent_tokens = s.sampled_tokens;
+}
+
 }  // namespace
+
+std::vector<PlayOutcome> play_outcomes(const std::vector<rollout::EpisodeResult>& plays) {
+  std::vector<PlayOutcome> out;
+  for (const rollout::EpisodeResult& r : plays)
+    out.push_back({r.sample.env_id, r.reward, r.truncated, r.failure == "timeout", r.turns, r.sample.num_trainable()});
+  return out;
+}
 
 SelfPlay::SelfPlay(const Config& config, const RunDir& run, rollout::PolicyRef policy,
                    envsandbox::EnvServer& server, Corpus& corpus, const std::vector<SeedEnv>& seeds,
@@ -79,263 +112,127 @@ SelfPlay::SelfPlay(const Config& config, const RunDir& run, rollout::PolicyRef p
 
 SelfPlaySummary SelfPlay::run(int64_t first) {
   const auto t0 = Clock::now();
-  for (int64_t t = first; t < config_.selfplay.steps; ++t) {
-    std::map<std::string, double> m = step(t);
-    if (!dist_->is_main()) continue;
-    run_.log_metrics(t + 1, m);  // step numbers: the n-th step is n (selfplay.h)
-    tb_->add_scalars(t + 1, m);
-    char line[320];
-    std::snprintf(line, sizeof line,
-                  "step %3lld/%d | reward %.3f | envs %d valid %.2f | regret %+.3f | blend %.3f | "
-                  "grad_norm %.3f | entropy %.3f | tis %.3f | %5.0f tok/s | %.1f s",
-                  static_cast<long long>(t + 1), config_.selfplay.steps, m["reward/mean"],
-                  static_cast<int>(live_.size()), m["designer/valid_rate"], m["designer/regret"],
-                  m["designer/blend"], m["actor/grad_norm"], m["actor/entropy"], m["train/tis"],
-                  m["perf/tokens_per_s"], m["time/step_s"]);
-    log_(line);
-  }
+  for (int64_t t = first; t < config_.selfplay.steps; ++t) step(t);
   summary_.seconds += seconds_since(t0);
   return summary_;
 }
 
-std::map<std::string, double> SelfPlay::step(int64_t t) {
+void SelfPlay::step(int64_t t) {
   const auto step_start = Clock::now();
   const c10::Device device = policy_.model->parameters().front().device();
-  reset_device_memory_peaks(device);  // the GPU peaks below are this step's
-  const SelfPlayConfig& sp = config_.selfplay;
-  const bool regeneration = t % sp.k == 0;
-  const bool last = t + 1 == sp.steps;
-  std::map<std::string, double> m;
-  int64_t sampled_tokens = 0;
-
-  // 1. Every k steps: score the closing generation's designer samples (their window is complete),
-  //    then replace the environments with a freshly designed, validated and hinted generation.
-  std::vector<rollout::Sample> designer_batch;
-  if (regeneration && t > 0) designer_batch = delayed_designer_batch(m);
-  std::map<std::string, uint64_t> hash_of;  // environment id -> program hash, for rollouts.h5
-  for (const LiveEnv& env : live_) hash_of[env.id] = source_hash(env.code);
-  hinted_plays_.clear();
+  reset_device_memory_peaks(device);  // the GPU peaks logged are this step's
+  const bool regeneration = t % config_.selfplay.k == 0, last = t + 1 == config_.selfplay.steps;
+  StepRecord rec;
+  rec.step = t + 1;
+  // 1. The closing generation's designer samples: their k-step window is complete.
+  std::vector<rollout::Sample> batch;
+  if (regeneration && t > 0) {
+    DesignerBatch closing = close_designer_window();
+    batch = std::move(closing.samples);
+    rec.designer_scorings.push_back(closing.record);
+  }
+  std::map<std::string, uint64_t> hashes;  // closing and new generation: environment id -> program hash
+  add_source_hashes(live_, hashes);
+  // 2. Every k steps: a new generation, its hints and its hinted plays (r_hint).
   const auto rollout_start = Clock::now();
+  Generation generation;
   if (regeneration) {
-    regenerate(t, m);  // designer, gates, hints: every rank, the work split (selfplay_dp.h)
-    if (dist_->active()) restore(broadcast_state(*dist_, snapshot(t)));  // rank 0's generation is the authority
-    play_hinted(m);  // every rank: r_hint of the new generation
+    generation = new_generation(t);
+    rec.generation = generation.record;
   }
-  for (const LiveEnv& env : live_) hash_of[env.id] = source_hash(env.code);
-  m["designer/valid_rate"] = last_valid_rate_;
-
-  // 2. Play every live environment G times without the hint.
-  std::vector<rollout::EpisodeSpec> specs;
-  for (const LiveEnv& env : live_)
-    for (int g = 0; g < sp.plays_per_env; ++g)
-      specs.push_back({env.id, env.skill, env.code,
-                       reset_seed(env.id + ":" + std::to_string(t) + ":" + std::to_string(g)), ""});
-  std::vector<rollout::EpisodeResult> plays =  // data parallel: split by environment, then all-gathered
-      play_groups_split(*dist_, policy_, server_, specs, sp.plays_per_env, episode_options(config_), rng_());
-  const double rollout_s = seconds_since(rollout_start);
-
-  // 3. Agent rewards -> per-environment z-score advantages (reference §5; reward.scale_by_std = false:
-  //    Dr.GRPO's r - mean). The optional filters (trainer/batch_filters.h) decide which plays train;
-  //    every play is still logged and counted in rewards, windows, regret and memory.
-  std::vector<double> rewards;
-  std::vector<std::string> groups;
-  std::vector<bool> truncated;
-  for (const rollout::EpisodeResult& r : plays) {
-    rewards.push_back(r.reward);
-    groups.push_back(r.sample.env_id);
-    truncated.push_back(r.truncated);
-  }
-  const std::vector<double> adv =
-      reward::actor_advantages(rewards, groups, config_.reward.actor_std_eps, config_.reward.scale_by_std);
-  const BatchFilterResult filter = filter_agent_plays(
-      rewards, groups, truncated, {config_.reward.filter_zero_std_groups, config_.reward.mask_truncated});
-  std::vector<int64_t> env_wins(live_.size(), 0);  // this step's won plays per live environment
-  std::vector<rollout::Sample> agent_batch;
-  std::vector<EpisodeRow> agent_rows;  // episode facts for rollouts.h5, aligned with agent_batch
-  int64_t turns = 0, successes = 0;
-  for (size_t i = 0; i < plays.size(); ++i) {
-    rollout::EpisodeResult& r = plays[i];
-    LiveEnv& env = live_[i / sp.plays_per_env];
-    env.window_rewards.push_back(r.reward);
-    if (r.failure == "timeout") env.step_timeout = true;
-    if (regeneration) {
-      env.r_nohint += r.reward / sp.plays_per_env;
-      summary_.nohint_success_sum += r.reward > 0;
-      ++summary_.nohint_plays;
-    }
-    turns += r.turns;
-    successes += r.reward > 0;
-    env_wins[i / sp.plays_per_env] += r.reward > 0;
-    sampled_tokens += r.sample.num_trainable();
-    r.sample.advantage = adv[i];
-    r.sample.rollout_id = t + 1;
-    EpisodeRow row;
-    row.step = t + 1;
-    row.terminated = r.terminated;
-    row.truncated = r.truncated;
-    row.turns = r.turns;
-    row.trained = filter.keep[i];
-    agent_rows.push_back(row);
-    agent_batch.push_back(std::move(r.sample));
-  }
-
-  // Regeneration step: hint regret and memory records from this step's plays (reference §5, §6).
-  if (regeneration) {
-    for (LiveEnv& env : live_) {
-      env.regret = reward::hint_regret({env.r_hint}, {env.r_nohint}, !env.hint.empty()).regret;
-      if (env.from_seed) continue;  // memory holds designed environments only
-      double wins = 0;
-      for (double r : env.window_rewards) wins += r > 0;
-      memory_.add({env.path, env.skill, env.code, wins / std::max<size_t>(1, env.window_rewards.size()),
-                   env.regret, t + 1});
-    }
-    if (dist_->is_main()) memory_.save(run_.memory_path());
-    std::vector<double> regrets;
-    for (const LiveEnv& env : live_) regrets.push_back(env.regret);
-    last_regret_ = mean(regrets);
-  }
-  m["designer/regret"] = last_regret_;
-
-  // 4. The delayed designer update is flushed at the last rollout (reference §5).
+  add_source_hashes(live_, hashes);
+  // 3. Every live environment, plays_per_env times without the hint.
+  std::vector<rollout::EpisodeResult> plays = play_live(t);
+  rec.rollout_s = seconds_since(rollout_start);
+  // 4. Rewards, windows, regret and memory, advantages, filters; the last step flushes the designer buffer.
+  const AgentScores scores = score_plays(t, regeneration, plays);
+  record_agent_scores(scores, rec);
+  rec.valid_rate = valid_rate_;
+  rec.regret = mean_regret(live_);
+  rec.window_blend = window_blend(live_, blend_config(config_.reward));
+  rec.live_envs = static_cast<int64_t>(live_.size());
   if (last && !designer_buffer_.empty()) {
-    std::vector<rollout::Sample> flushed = delayed_designer_batch(m);
-    designer_batch.insert(designer_batch.end(), flushed.begin(), flushed.end());
+    DesignerBatch flushed = close_designer_window();
+    for (rollout::Sample& s : flushed.samples) batch.push_back(std::move(s));
+    rec.designer_scorings.push_back(flushed.record);
   }
-
-  // 5. One optimizer step on the mixed batch, designer samples first (reference §1).
-  std::vector<rollout::Sample> batch = std::move(designer_batch);
-  const int64_t n_designer = static_cast<int64_t>(batch.size());
-  for (rollout::Sample& s : agent_batch) batch.push_back(std::move(s));
-  LrSchedule schedule;
-  schedule.kind = config_.optim.lr_schedule;
-  schedule.base_lr = config_.optim.lr;
-  schedule.warmup_steps = config_.optim.warmup_steps;
-  schedule.total_steps = sp.steps;
-  schedule.min_lr_ratio = config_.optim.min_lr_ratio;
-  const double lr = learning_rate(schedule, t);
-  for (torch::optim::OptimizerParamGroup& group : optimizer_.param_groups()) group.options().set_lr(lr);
-  m["actor/lr"] = lr;
-  UpdateOptions update;
-  update.loss = loss_config(config_.loss);
-  update.micro_batch_tokens = config_.optim.micro_batch_tokens;
-  update.mini_batches = config_.optim.mini_batches;  // PPO mini-batch steps, all at this rollout's lr
-  update.grad_clip = config_.optim.grad_clip;
-  update.logprob_chunk_rows = config_.optim.logprob_chunk_rows;
-  update.reference = kl_reference_;
-  update.autocast = config_.train.autocast;
-  // Data parallel: each rank trains the environments it played (and its deal of designer samples).
-  // Filtered plays stay in `batch` (rollouts.h5 logs them with trained = 0) but not in what is trained.
-  // batch_share deals the agent part by position in whole groups of plays_per_env (the groups each rank
-  // played), so removing plays before the deal would shift the later ones to other ranks and cut groups
-  // apart (mask_truncated drops single plays). So the dropped plays are blanked in place (no tokens),
-  // the deal is unchanged, and each rank removes the blanks from its own share: every rank trains what
-  // is left of exactly the groups it played, and grpo_update's all-reduced normaliser counts kept
-  // samples only. An empty share (or all groups filtered) is fine: grpo_update then returns zeros.
-  const bool filtered = filter.dropped > 0;
-  std::vector<rollout::Sample> share;
-  if (filtered) {
-    share = blank_dropped(batch, static_cast<size_t>(n_designer), filter.keep);
-    if (dist_->active()) share = batch_share(*dist_, share, n_designer, sp.plays_per_env);
-    remove_empty(share);
-  } else if (dist_->active()) {
-    share = batch_share(*dist_, batch, n_designer, sp.plays_per_env);
+  // 5. One update on the mixed batch, designer samples first (reference §1).
+  const size_t n_designer = batch.size();
+  std::vector<EpisodeRow> rows(n_designer);
+  for (size_t i = 0; i < plays.size(); ++i) {
+    rows.push_back(play_row(plays[i], scores.filter.keep[i]));
+    batch.push_back(std::move(plays[i].sample));
   }
-  const std::vector<rollout::Sample>& trained = filtered || dist_->active() ? share : batch;
-  const UpdateStats u = grpo_update(policy_.model, optimizer_, trained, update, dist_->active() ? dist_ : nullptr);
-
-  // 6. Metrics (names of DESIGN.md) and checkpoint on schedule.
-  m["actor/pg_loss"] = u.pg_loss;
-  m["actor/pg_clipfrac"] = u.pg_clipfrac;
-  m["actor/pg_clipfrac_lower"] = u.pg_clipfrac_lower;  // dual clip active (verl's name; 0 without it)
-  m["actor/optimizer_steps"] = static_cast<double>(u.num_optimizer_steps);  // optim.mini_batches, less empty ones
-  m["actor/ppo_kl"] = u.ppo_kl;
-  m["actor/entropy"] = u.entropy;
-  if (config_.loss.kl_coef != 0.0) m["actor/kl_loss"] = u.kl;  // verl's name; before kl_coef
-  m["actor/grad_norm"] = u.grad_norm;
-  m["train/tis"] = u.tis_mean;
-  m["train/tis_clipfrac"] = u.tis_clipfrac;
-  m["train/rollout_logp_abs_diff"] = u.rollout_logp_abs_diff;
-  m["train/tokens"] = static_cast<double>(u.num_tokens);
-  m["batch/designer_samples"] = static_cast<double>(n_designer);
-  m["batch/agent_samples"] = static_cast<double>(filter.kept.size());  // agent plays in the optimizer batch
-  m["batch/agent_filtered"] = static_cast<double>(filter.dropped);     // left out by the reward.* filters
-  // TRL's frac_reward_zero_std (trainer-anchors §3) under our reward/ prefix: the share of this
-  // step's environments (groups) whose plays all got the same reward, logged whether or not they
-  // are filtered.
-  m["reward/frac_reward_zero_std"] = filter.frac_zero_std();
-  // Share of agent plays truncated (turn cap, context budget, response without EOS: rollout/episode.h);
-  // verl's response_length/clip_ratio counts only the length cap.
-  m["episode/truncated_frac"] = filter.truncated_frac();
-  {
-    // designer/learnable_share (DESIGN.md; SPADE paper Fig. 8): designed environments (seed fill-ins
-    // excluded) whose no-hint plays of this step were won 20% to 80% of the time.
-    std::vector<double> rates;
-    for (size_t e = 0; e < live_.size(); ++e)
-      if (!live_[e].from_seed) rates.push_back(static_cast<double>(env_wins[e]) / sp.plays_per_env);
-    m["designer/learnable_share"] = learnable_share(rates);
-  }
-  m["reward/mean"] = mean(rewards);
-  m["reward/success_rate"] = rewards.empty() ? 0.0 : static_cast<double>(successes) / rewards.size();
-  m["episode/turns_mean"] = plays.empty() ? 0.0 : static_cast<double>(turns) / plays.size();
-  m["envs/live"] = static_cast<double>(live_.size());
-  if (!m.count("designer/blend")) {
-    // Window-to-date estimate for the live generation (the trained value appears at t + k).
-    std::vector<double> blends;
-    for (const LiveEnv& env : live_)
-      blends.push_back(reward::blend_reward(env.regret, mean(env.window_rewards), blend_config(config_.reward)));
-    m["designer/blend"] = mean(blends);
-  }
-  // Sampled tokens per second of rollout (designer, hint and agent generation + environment steps).
-  m["perf/tokens_per_s"] = (sampled_tokens + m["rollout/regen_tokens"]) / std::max(1e-9, rollout_s);
-  m["time/rollout_s"] = rollout_s;
-  m["time/update_s"] = u.seconds;
-  m["perf/train_tokens_per_s"] = u.seconds > 0 ? static_cast<double>(u.num_tokens) / u.seconds : 0.0;
-  if (config_.train.peak_tflops > 0 && u.seconds > 0)  // this rank's update (trainer/step_bench.h)
-    m["perf/mfu"] = update_mfu(policy_.model->config(), trained, u.seconds, config_.train.peak_tflops);
-  // Every episode of the step into rollouts.h5: the trained batch (designer first) and the hinted plays.
-  std::vector<EpisodeRow> rows;
-  std::vector<EnvironmentRow> new_envs;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    EpisodeRow row = i < static_cast<size_t>(n_designer) ? EpisodeRow{} : agent_rows[i - n_designer];
-    row.sample = &batch[i];
-    row.step = t + 1;
-    row.env_source_hash = hash_of.count(batch[i].env_id) ? hash_of[batch[i].env_id] : 0;
-    rows.push_back(row);
-  }
-  for (const rollout::EpisodeResult& r : hinted_plays_) {
-    EpisodeRow row;
-    row.sample = &r.sample;
-    row.step = t + 1;
-    row.hinted = true;
-    row.trained = false;
-    row.terminated = r.terminated;
-    row.truncated = r.truncated;
-    row.turns = r.turns;
-    row.env_source_hash = hash_of.count(r.sample.env_id) ? hash_of[r.sample.env_id] : 0;
-    rows.push_back(row);
-  }
+  const TrainResult trained = train_step({config_, policy_.model, optimizer_, *dist_, kl_reference_}, t, batch,
+                                         n_designer, scores.filter);
+  rec.designer_samples = static_cast<int64_t>(n_designer);
+  rec.lr = trained.lr;
+  rec.update = trained.update;
+  rec.log_kl = config_.loss.kl_coef != 0.0;
+  rec.mfu = trained.mfu;
+  // 6. Log the step record; 7. checkpoint on schedule.
+  rec.episodes = episode_rows(std::move(rows), batch, generation.hinted, rec.step, hashes);
   if (regeneration)
-    for (const LiveEnv& env : live_) new_envs.push_back({env.id, env.skill, env.code, env.hint, env.born, env.from_seed});
-  const auto log_start = Clock::now();
-  if (dist_->is_main()) rollouts_->append(rows, new_envs);
-  m["time/rollouts_h5_s"] = seconds_since(log_start);
-  hinted_plays_.clear();
-
-  m["perf/max_rss_gb"] = static_cast<double>(peak_rss_bytes()) / (1 << 30);
-  if (const std::optional<DeviceMemoryPeaks> gpu = device_memory_peaks(device)) {  // verl's names
-    m["perf/max_memory_allocated_gb"] = static_cast<double>(gpu->max_allocated_bytes) / (1 << 30);
-    m["perf/max_memory_reserved_gb"] = static_cast<double>(gpu->max_reserved_bytes) / (1 << 30);
-  }
-  m["time/step_s"] = seconds_since(step_start);
-
+    for (const LiveEnv& env : live_)
+      rec.new_environments.push_back({env.id, env.skill, env.code, env.hint, env.born, env.from_seed});
+  log_step(rec, step_start, device);
   ++summary_.steps;
-  if (dist_->is_main() && ((t + 1) % config_.checkpoint.every == 0 || last)) {
-    const SelfPlayState state = snapshot(t + 1);
-    const TrainerStateRefs refs{state, optimizer_, memory_};
-    save_training_checkpoint(run_, t + 1, policy_, config_.checkpoint.dtype, &refs);
-    run_.prune_checkpoints(config_.checkpoint.keep_last);
+  checkpoint_on_schedule(t);
+}
+
+DesignerBatch SelfPlay::close_designer_window() {
+  DesignerBatch out = score_designer_buffer(std::move(designer_buffer_), live_, skill_ema_, config_);
+  designer_buffer_.clear();
+  return out;
+}
+
+AgentScores SelfPlay::score_plays(int64_t t, bool regeneration, std::vector<rollout::EpisodeResult>& plays) {
+  // Agent rewards -> per-environment z-score advantages (reference §5; reward.scale_by_std = false:
+  // Dr.GRPO's r - mean). The optional filters (trainer/batch_filters.h) decide which plays train;
+  // every play is still logged and counted in rewards, windows, regret and memory.
+  const std::vector<PlayOutcome> outcomes = play_outcomes(plays);
+  AgentScoring scoring;
+  scoring.std_eps = config_.reward.actor_std_eps;
+  scoring.scale_by_std = config_.reward.scale_by_std;
+  scoring.filters = {config_.reward.filter_zero_std_groups, config_.reward.mask_truncated};
+  const int group = config_.selfplay.plays_per_env;
+  AgentScores scores = score_agent_plays(outcomes, live_, group, scoring);
+  record_window(live_, outcomes, group, regeneration, summary_);
+  for (size_t i = 0; i < plays.size(); ++i) {
+    plays[i].sample.advantage = scores.advantages[i];
+    plays[i].sample.rollout_id = t + 1;
   }
-  return m;
+  if (regeneration) {  // hint regret and memory records from this step's plays (reference §5, §6)
+    close_regret(live_, memory_, t + 1);
+    if (dist_->is_main()) memory_.save(run_.memory_path());
+  }
+  return scores;
+}
+
+void SelfPlay::log_step(StepRecord& rec, std::chrono::steady_clock::time_point start, c10::Device device) {
+  const auto log_start = Clock::now();
+  if (dist_->is_main()) rollouts_->append(rec.episodes, rec.new_environments);
+  rec.rollouts_h5_s = seconds_since(log_start);
+  rec.max_rss_gb = static_cast<double>(peak_rss_bytes()) / (1 << 30);
+  if (const std::optional<DeviceMemoryPeaks> gpu = device_memory_peaks(device)) {
+    rec.gpu_max_allocated_gb = static_cast<double>(gpu->max_allocated_bytes) / (1 << 30);
+    rec.gpu_max_reserved_gb = static_cast<double>(gpu->max_reserved_bytes) / (1 << 30);
+  }
+  rec.step_s = seconds_since(start);
+  if (!dist_->is_main()) return;
+  const std::map<std::string, double> m = step_metrics(rec);
+  run_.log_metrics(rec.step, m);  // step numbers: the n-th step is n (selfplay.h)
+  tb_->add_scalars(rec.step, m);
+  log_(console_line(rec, config_.selfplay.steps));
+}
+
+void SelfPlay::checkpoint_on_schedule(int64_t t) {
+  const bool last = t + 1 == config_.selfplay.steps;
+  if (!dist_->is_main() || ((t + 1) % config_.checkpoint.every != 0 && !last)) return;
+  const SelfPlayState state = snapshot(t + 1);
+  const TrainerStateRefs refs{state, optimizer_, memory_};
+  save_training_checkpoint(run_, t + 1, policy_, config_.checkpoint.dtype, &refs);
+  run_.prune_checkpoints(config_.checkpoint.keep_last);
 }
 
 SelfPlayState SelfPlay::snapshot(int64_t next_step) const {
@@ -350,8 +247,8 @@ SelfPlayState SelfPlay::snapshot(int64_t next_step) const {
   for (const auto& [skill, ema] : skill_ema_.skills())
     s.skill_ema[skill] = {ema.initialised(), ema.mu_fast(), ema.mu_slow()};
   s.summary = summary_;
-  s.last_valid_rate = last_valid_rate_;
-  s.last_regret = last_regret_;
+  s.last_valid_rate = valid_rate_;
+  s.last_regret = mean_regret(live_);  // kept in the format; restore derives it from `live` again
   s.lr = optimizer_.param_groups().empty() ? 0.0 : optimizer_.param_groups()[0].options().get_lr();
   return s;
 }
@@ -383,219 +280,7 @@ void SelfPlay::restore(SelfPlayState s) {
   for (const auto& [skill, ema] : s.skill_ema)
     if (ema.initialised) skill_ema_.at(skill).restore(ema.mu_fast, ema.mu_slow);
   summary_ = s.summary;
-  last_valid_rate_ = s.last_valid_rate;
-  last_regret_ = s.last_regret;
-}
-
-void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
-  const SelfPlayConfig& sp = config_.selfplay;
-  const auto regen_start = Clock::now();
-  live_.clear();  // each generation lives exactly k steps (reference §1)
-
-  // Skills rotate (reference §1); environment i gets skills[i mod n].
-  const std::vector<int> skills = rollout::active_skills(t, sp.k, sp.skills_per_regen);
-  std::vector<std::string> slot_skills;
-  for (int i = 0; i < sp.envs_per_regen; ++i)
-    slot_skills.push_back(rollout::game_skills()[skills[i % skills.size()]].slug);
-
-  // Designer: fresh corpus document per attempt, memory references, up to max_attempts.
-  auto make_prompt = [&](const std::string& skill, std::string* doc_id) {
-    const Document& doc = corpus_.sample();
-    *doc_id = doc.id;
-    std::vector<rollout::ReferenceEnv> refs;
-    if (config_.memory.enabled) refs = memory_.references(skill, config_.memory.positive_seeds, rng_);
-    return rollout::designer_user_prompt(rollout::find_skill(skill), doc.text, refs, sp.max_turns);
-  };
-  rollout::DesignerOptions dopt;
-  dopt.sampling = sampling(sp.designer);
-  dopt.sampling.max_tokens_in_flight = sp.max_tokens_in_flight;
-  dopt.max_attempts = sp.max_attempts;
-  dopt.max_batch = sp.max_batch;
-  // Each round's requests are sampled and validated split across the data-parallel ranks.
-  const auto design_round = [&](const std::vector<rollout::DesignRequest>& requests, uint64_t seed) {
-    return design_round_split(*dist_, requests, seed, [&](const std::vector<rollout::DesignRequest>& mine, uint64_t s) {
-      return rollout::attempt_designs(policy_, server_, mine, dopt, s);
-    });
-  };
-  std::vector<rollout::DesignAttempt> attempts =
-      rollout::design_environments(slot_skills, make_prompt, dopt.max_attempts, rng_(), design_round);
-  const bool writes = dist_->is_main();  // files: rank 0 only
-
-  // Save every program: admitted to envs/, rejected to rejected/ with its reason (reference §8).
-  char name[96];
-  int64_t sampled_tokens = 0;
-  std::map<std::string, int64_t> rejected_now;
-  for (rollout::DesignAttempt& a : attempts) {
-    sampled_tokens += a.sample.num_trainable();
-    std::snprintf(name, sizeof name, "game_%05lld_%03d_%s", static_cast<long long>(t + 1), a.slot, a.skill.c_str());
-    nlohmann::json meta = a.report.to_json();
-    meta["skill"] = a.skill;
-    meta["doc_id"] = a.doc_id;
-    meta["step"] = t + 1;
-    meta["attempt"] = a.attempt;
-    if (a.admitted()) {
-      LiveEnv env;
-      env.id = name;
-      env.skill = a.skill;
-      env.code = a.code;
-      env.path = run_.envs_dir() + "/" + name + ".py";
-      env.born = t + 1;
-      if (writes) {
-        write_file_atomic(env.path, a.code);
-        write_file_atomic(run_.envs_dir() + "/" + name + ".json", meta.dump(2));
-      }
-      a.sample.env_id = env.id;
-      a.sample.rollout_id = t + 1;
-      designer_buffer_.push_back(std::move(a.sample));
-      live_.push_back(std::move(env));
-    } else {
-      const std::string base = run_.rejected_dir() + "/" + name + "_try" + std::to_string(a.attempt);
-      if (writes) {
-        write_file_atomic(base + ".py", a.code);
-        write_file_atomic(base + ".reason.txt", a.report.reason + "\n" + a.report.detail + "\n");
-        write_file_atomic(base + ".json", meta.dump(2));
-      }
-      ++rejected_now[a.report.reason];
-      ++summary_.rejected_by_reason[a.report.reason];
-    }
-  }
-  const size_t designed = live_.size();
-  summary_.attempts += static_cast<int64_t>(attempts.size());
-  summary_.admitted += static_cast<int64_t>(designed);
-  summary_.rejected += static_cast<int64_t>(attempts.size() - designed);
-  last_valid_rate_ = attempts.empty() ? 0.0 : static_cast<double>(designed) / attempts.size();
-  m["designer/attempts"] = static_cast<double>(attempts.size());
-  m["designer/admitted"] = static_cast<double>(designed);
-  // How many admitted programs are verbatim copies of a seed program (a small policy fresh from the
-  // cold start reproduces its targets; novelty is what designer training should raise).
-  int64_t copies = 0;
-  for (const LiveEnv& env : live_)
-    for (const SeedEnv& seed : seeds_)
-      if (trim(env.code) == trim(seed.code)) {
-        ++copies;
-        break;
-      }
-  m["designer/seed_copy_rate"] = designed ? static_cast<double>(copies) / designed : 0.0;
-  if (sp.fill_with_seeds) fill_empty_slots(t, slot_skills, attempts);
-  m["envs/from_seeds"] = static_cast<double>(live_.size() - designed);
-  for (const auto& [reason, n] : rejected_now) m["designer/rejected_by_reason/" + reason] = static_cast<double>(n);
-
-  // Hints from the program (paper §4.2) and hinted plays: r_hint (reference §5).
-  std::vector<std::string> codes;
-  for (const LiveEnv& env : live_) codes.push_back(env.code);
-  rollout::SamplingParams hint_params = sampling(sp.hint);
-  hint_params.max_new_tokens = sp.hint_max_tokens;
-  hint_params.max_tokens_in_flight = sp.max_tokens_in_flight;
-  const auto hint_writer = [&](const std::vector<std::string>& mine, uint64_t seed) {
-    return rollout::write_hints(policy_, mine, hint_params, seed, sp.max_batch);
-  };
-  const std::vector<std::string> hints =
-      codes.empty() ? std::vector<std::string>{} : write_hints_split(*dist_, codes, rng_(), hint_writer);
-  for (size_t i = 0; i < live_.size(); ++i) {
-    live_[i].hint = hints[i];
-    if (writes) write_file_atomic(run_.envs_dir() + "/" + live_[i].id + ".hint.txt", hints[i] + "\n");
-  }
-  m["time/regen_s"] = seconds_since(regen_start);
-  m["rollout/regen_tokens"] = static_cast<double>(sampled_tokens);
-}
-
-void SelfPlay::play_hinted(std::map<std::string, double>& m) {
-  const SelfPlayConfig& sp = config_.selfplay;
-  const auto start = Clock::now();
-  std::vector<rollout::EpisodeSpec> hinted;
-  for (const LiveEnv& env : live_) {
-    if (env.hint.empty()) continue;  // failed hint: r_hint = 0
-    for (int j = 0; j < sp.hint_plays; ++j)
-      hinted.push_back({env.id, env.skill, env.code, reset_seed(env.id + ":hint:" + std::to_string(j)), env.hint});
-  }
-  const uint64_t seed = rng_();
-  std::vector<rollout::EpisodeResult> hinted_plays =  // data parallel: split by environment, then all-gathered
-      hinted.empty() ? std::vector<rollout::EpisodeResult>{}
-                     : play_groups_split(*dist_, policy_, server_, hinted, sp.hint_plays, episode_options(config_), seed);
-  std::map<std::string, std::vector<double>> by_env;
-  int64_t sampled_tokens = 0;
-  for (const rollout::EpisodeResult& r : hinted_plays) {
-    by_env[r.sample.env_id].push_back(r.reward);
-    sampled_tokens += r.sample.num_trainable();
-    summary_.hint_success_sum += r.reward > 0;
-    ++summary_.hint_plays;
-  }
-  hinted_plays_ = std::move(hinted_plays);  // logged to rollouts.h5 at the end of the step
-  for (LiveEnv& env : live_) env.r_hint = mean(by_env[env.id]);
-  std::vector<double> r_hints;
-  for (const LiveEnv& env : live_) r_hints.push_back(env.r_hint);
-  m["designer/hint_reward"] = mean(r_hints);
-  m["time/regen_s"] += seconds_since(start);
-  m["rollout/regen_tokens"] += static_cast<double>(sampled_tokens);
-}
-
-void SelfPlay::fill_empty_slots(int64_t t, const std::vector<std::string>& slot_skills,
-                                const std::vector<rollout::DesignAttempt>& attempts) {
-  // Fixed-pool fallback: each slot without an admitted program gets a random seed environment of its
-  // skill, so the agent always has environments to play. No designer sample is trained for it.
-  std::vector<bool> filled(slot_skills.size(), false);
-  for (const rollout::DesignAttempt& a : attempts) filled[a.slot] = filled[a.slot] || a.admitted();
-  for (size_t slot = 0; slot < slot_skills.size(); ++slot) {
-    if (filled[slot]) continue;
-    std::vector<const SeedEnv*> same_skill;
-    for (const SeedEnv& s : seeds_)
-      if (s.skill == slot_skills[slot]) same_skill.push_back(&s);
-    if (same_skill.empty()) continue;
-    const SeedEnv& seed = *same_skill[std::uniform_int_distribution<size_t>(0, same_skill.size() - 1)(rng_)];
-    char name[128];
-    std::snprintf(name, sizeof name, "seed_%05lld_%03zu_%s_%s", static_cast<long long>(t + 1), slot,
-                  seed.skill.c_str(), seed.name.c_str());
-    LiveEnv env;
-    env.id = name;
-    env.skill = seed.skill;
-    env.code = seed.code;
-    env.path = seed.path;
-    env.born = t + 1;
-    env.from_seed = true;
-    live_.push_back(std::move(env));
-  }
-}
-
-std::vector<rollout::Sample> SelfPlay::delayed_designer_batch(std::map<std::string, double>& m) {
-  // Blend (or variant) reward over each environment's k-step window, per-skill centring, scale S,
-  // trained now with truncated IS against the rollout logprobs of step t - k (reference §5).
-  reward::DesignerRewardConfig rc = designer_reward_config(config_.reward);
-  std::vector<reward::DesignerSample> ds;
-  std::vector<double> blends;
-  for (const rollout::Sample& s : designer_buffer_) {
-    const LiveEnv* env = nullptr;
-    for (const LiveEnv& e : live_)
-      if (e.id == s.env_id) env = &e;
-    reward::DesignerWindowStats w;
-    if (env) {
-      w.r_hint = env->r_hint;
-      w.r_nohint = env->r_nohint;
-      w.window_rewards = env->window_rewards;
-      w.step_timeout = env->step_timeout;
-    }
-    w.skill_mu_slow = skill_ema_.baseline(s.skill);
-    const double r = reward::designer_raw_reward(w, rc);
-    ds.push_back({s.skill, r});
-    blends.push_back(r);
-  }
-  std::vector<std::pair<std::string, double>> env_means;  // one EMA step per skill per round (Sec. 7.2)
-  for (const LiveEnv& env : live_) env_means.emplace_back(env.skill, mean(env.window_rewards));
-  skill_ema_.update_round(env_means);
-  for (const auto& [skill, ema] : skill_ema_.skills()) m["designer/lp_gap/" + skill] = ema.learning_potential();
-  const int64_t n_actor = static_cast<int64_t>(live_.size()) * config_.selfplay.plays_per_env;
-  const double scale = reward::designer_reward_scale(n_actor, static_cast<int64_t>(ds.size()),
-                                                     config_.selfplay.k, config_.reward.designer_scale_cap);
-  const std::vector<double> adv = reward::designer_advantages(ds, scale);
-  std::vector<rollout::Sample> out = std::move(designer_buffer_);
-  designer_buffer_.clear();
-  for (size_t i = 0; i < out.size(); ++i) {
-    out[i].reward = ds[i].reward;
-    out[i].advantage = adv[i];
-  }
-  m["designer/blend"] = mean(blends);
-  m["designer/scale"] = scale;
-  m["designer/trained_samples"] = static_cast<double>(out.size());
-  return out;
+  valid_rate_ = s.last_valid_rate;
 }
 
 }  // namespace spade::trainer

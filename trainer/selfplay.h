@@ -2,8 +2,18 @@
 // the designer writes environments every k steps, the agent plays them every step, and one
 // GRPO update trains both roles on a mixed batch (designer samples first). Data parallel: see
 // selfplay_dp.h for what each rank does (designer rounds, hints, agent plays and the update split
-// across ranks, files written by rank 0). Not thread-safe.
+// across ranks, files written by rank 0). Where each part lives: trainer/README.md. Not thread-safe.
+//
+// SelfPlay::step(t) is the list of phases, in DESIGN.md's order, each returning a plain struct:
+//   1. score the closing generation's designer samples (learner side, selfplay_learner.h);
+//   2. every k steps, a new generation and its hinted plays (rollout side, selfplay_rollout.cpp);
+//   3. play the live environments (rollout side);
+//   4. score the plays: rewards, windows, regret, memory, advantages, filters (selfplay_bookkeeping.h);
+//   5. train the mixed batch (learner side);
+//   6. log one StepRecord (step_record.h): the metrics line, TensorBoard scalars and rollouts.h5 rows;
+//   7. checkpoint on schedule.
 #pragma once
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -27,9 +37,15 @@
 #include "trainer/selfplay_state.h"
 #include "trainer/rollout_log.h"
 #include "trainer/tb_writer.h"
-#include "trainer/config_bridge.h"
+#include "trainer/selfplay_bookkeeping.h"
+#include "trainer/selfplay_learner.h"
+#include "trainer/step_record.h"
 
 namespace spade::trainer {
+
+/// The bookkeeping's view of played episodes (selfplay_bookkeeping.h), in order: env id, reward,
+/// truncated, step() timeout (failure "timeout"), turns, sampled tokens.
+std::vector<PlayOutcome> play_outcomes(const std::vector<rollout::EpisodeResult>& plays);
 
 class SelfPlay {
  public:
@@ -64,20 +80,47 @@ class SelfPlay {
   SelfPlayState snapshot(int64_t next_step) const;
 
  private:
-  /// One rollout t, top to bottom; returns the metrics line.
-  std::map<std::string, double> step(int64_t t);
-  /// Every rank: a new generation of environments (designer, gates, seed fill-ins) and their hints,
-  /// the sampling and validation split across ranks (selfplay_dp.h); files written by rank 0.
-  void regenerate(int64_t t, std::map<std::string, double>& m);
-  /// Every rank: the hinted plays of the live generation, split by environment across ranks
-  /// (selfplay_dp.h), setting each environment's r_hint (reference §5).
-  void play_hinted(std::map<std::string, double>& m);
+  /// A regeneration's outcome: what the step record logs and the hinted plays (logged, not trained).
+  struct Generation {
+    GenerationRecord record;
+    std::vector<rollout::EpisodeResult> hinted;
+  };
+
+  /// One rollout t: the phases above, top to bottom.
+  void step(int64_t t);
+
+  // Rollout side (selfplay_rollout.cpp): the only code that touches the EnvServer, the corpus, the
+  // designer, hints and episodes.
+  /// Every rank: a new generation (designer, gates, seed fill-ins), its hints and hinted plays (r_hint),
+  /// the work split across ranks (selfplay_dp.h); rank 0's generation is the authority; files by rank 0.
+  Generation new_generation(int64_t t);
+  /// The designer's attempts for the slots of `slot_skills` (fresh corpus document per attempt).
+  std::vector<rollout::DesignAttempt> design(int64_t t, const std::vector<std::string>& slot_skills);
+  /// Saves every attempt (envs/ or rejected/), admits the valid ones into live_ (their designer samples
+  /// into designer_buffer_) and counts them; fills `g` (attempts, admitted, rejections, seed copies).
+  void admit(int64_t t, std::vector<rollout::DesignAttempt>& attempts, GenerationRecord& g);
   void fill_empty_slots(int64_t t, const std::vector<std::string>& slot_skills,
                         const std::vector<rollout::DesignAttempt>& attempts);
+  /// Hints for the live generation (paper §4.2), saved as envs/<id>.hint.txt.
+  void write_hints();
+  /// The hinted plays of the live generation, split by environment across ranks.
+  std::vector<rollout::EpisodeResult> play_hinted();
+  /// Every live environment played plays_per_env times without the hint (split by environment).
+  std::vector<rollout::EpisodeResult> play_live(int64_t t);
+
+  // Bookkeeping and learner side.
+  /// Scores the buffered designer samples of the live generation over its window; empties the buffer.
+  DesignerBatch close_designer_window();
+  /// This step's plays: windows, r_nohint, regret and memory (regeneration), advantages and
+  /// rollout ids set on the samples, the filters.
+  AgentScores score_plays(int64_t t, bool regeneration, std::vector<rollout::EpisodeResult>& plays);
+  /// rollouts.h5 rows, metrics.jsonl, TensorBoard and the console line of `record` (rank 0).
+  void log_step(StepRecord& record, std::chrono::steady_clock::time_point step_start, c10::Device device);
+  /// Policy and trainer state every checkpoint.every steps and after the last step (rank 0).
+  void checkpoint_on_schedule(int64_t t);
+
   /// Sets the loop state (not weights or optimizer) from `s`: resume and the data-parallel sync.
   void restore(SelfPlayState s);
-  /// Scores the buffered designer samples of the live generation over its window and empties the buffer.
-  std::vector<rollout::Sample> delayed_designer_batch(std::map<std::string, double>& m);
 
   const Config& config_;
   const RunDir& run_;
@@ -99,8 +142,7 @@ class SelfPlay {
   TbWriter* tb_ = nullptr;                      // runs/<name>/tb/: the metrics.jsonl scalars (rank 0)
   std::unique_ptr<TbWriter> own_tb_;            // tb_ when none was given
   std::unique_ptr<RolloutLog> rollouts_;        // runs/<name>/rollouts.h5: every episode (rank 0)
-  std::vector<rollout::EpisodeResult> hinted_plays_;  // this step's hinted plays (logged, not trained)
-  double last_valid_rate_ = 0, last_regret_ = 0;
+  double valid_rate_ = 0;                      // admitted share of the live generation's design round
 };
 
 }  // namespace spade::trainer
