@@ -13,7 +13,9 @@
 #include <sstream>
 #include <thread>
 
+#include "apps/bench_work_dir.h"
 #include "apps/commands.h"
+#include "apps/error_text.h"
 #include "apps/json_io.h"
 #include "common/error.h"
 #include "policy/checkpoint.h"
@@ -69,28 +71,31 @@ void add_bench_sampler_command(CLI::App& app) {
   CLI::App* bench = bench_command(app);
   CLI::App* cmd = bench->add_subcommand("sampler", "sampler tokens/s vs Python baselines (plain loop, transformers)");
   cmd->add_option("--models", args->models,
-                  "comma-separated shapes (policy/model_shapes.h): tiny (~3.4M), 100m (~100M), qwen3-0.6b, qwen3-4b");
+                  "comma-separated shapes: tiny (~3.4M), 100m (~100M), qwen3-0.6b, qwen3-4b");
   cmd->add_option("--batches", args->batches, "comma-separated batch sizes, run in this order");
   cmd->add_option("--prompt", args->prompt, "prompt tokens per sequence");
   cmd->add_option("--new", args->new_tokens, "new tokens per sequence (no stop tokens)");
   cmd->add_option("--threads", args->threads, "intra-op threads for both sides (0 = all cores)");
   cmd->add_option("--baseline", args->baseline,
                   "comma-separated baselines, each run per row: loop (--reference, default) | hf (--hf-reference)");
-  cmd->add_option("--reference", args->reference, "the plain-loop baseline script (bench/sampler_ref.py)");
-  cmd->add_option("--hf-reference", args->hf_reference, "the transformers baseline script (bench/sampler_hf.py)");
-  cmd->add_option("--python", args->python, "interpreter command for the baseline scripts (default /usr/bin/python3)");
-  cmd->add_option("--work-dir", args->work_dir, "where the random checkpoints are written");
+  cmd->add_option("--reference", args->reference, "the plain-loop baseline script");
+  cmd->add_option("--hf-reference", args->hf_reference, "the transformers baseline script");
+  cmd->add_option("--python", args->python, "interpreter command for the baseline scripts");
+  cmd->add_option("--work-dir", args->work_dir,
+                  "where the random checkpoints are written, as WORK/<model>/ (its parent must exist; only those "
+                  "entries are replaced, and only when they are earlier checkpoints)");
   cmd->add_option("--device", args->device, "torch device for our sampler and the baselines (cpu, cuda)");
   cmd->add_option("--dtype", args->dtype,
                   "float32 | bfloat16: weights and activations on both sides, and the checkpoint's dtype");
   cmd->add_flag("--no-reference", args->no_reference, "measure our sampler only");
   cmd->add_option("--decode-graph", args->decode_graph,
                   "comma-separated auto | off | on: decode steps replayed as a CUDA graph (auto: on CUDA); "
-                  "each batch is timed once per mode (A/B of issue 4), the baselines once");
+                  "each batch is timed once per mode (an A/B comparison), the baselines once");
   cmd->add_flag("--no-decode-kernel", args->no_decode_kernel,
-                "decode with the generic ATen layer instead of the CPU decode kernel (A/B of issue 4)");
+                "decode with the generic ATen layer instead of the CPU decode kernel (an A/B comparison)");
   cmd->callback([args] {
-    set_action([args] {
+    auto where = std::make_shared<std::string>();  // the row being run, for an allocation failure
+    set_action(reporting_allocation_failures("bench sampler", where, [args, where] {
       if (args->dtype != "float32" && args->dtype != "bfloat16")
         throw spade::Error("bench sampler: --dtype must be float32 or bfloat16, got '" + args->dtype + "'");
       const std::vector<std::string> graph_modes = split(args->decode_graph);
@@ -102,6 +107,7 @@ void add_bench_sampler_command(CLI::App& app) {
       std::vector<policy::ModelConfig> shapes;  // all names checked before any model is built
       const std::vector<std::string> names = split(args->models);
       for (const std::string& name : names) shapes.push_back(policy::named_model_shape(name));
+      prepare_bench_work_dir("bench sampler", args->work_dir, names);
       const int threads = args->threads > 0 ? args->threads
                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
       at::set_num_threads(threads);
@@ -122,6 +128,8 @@ void add_bench_sampler_command(CLI::App& app) {
       for (size_t m = 0; m < names.size(); ++m) {
         const std::string& name = names[m];
         const policy::ModelConfig& c = shapes[m];
+        *where = "model " + name + " (" + std::to_string(c.num_parameters()) + " parameters, " + args->dtype +
+                 "), device " + args->device;
         policy::Transformer model(c);
         model->init_weights(1);
         model->set_cpu_decode_kernel(!args->no_decode_kernel);
@@ -133,6 +141,9 @@ void add_bench_sampler_command(CLI::App& app) {
         policy::save_checkpoint(ckpt, model, save);
         model->to(device, args->dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32);
         for (int batch : parse_ints(args->batches)) {
+          *where = "model " + name + " (" + std::to_string(c.num_parameters()) + " parameters, " + args->dtype +
+                   "), batch " + std::to_string(batch) + " x (" + std::to_string(args->prompt) + " prompt + " +
+                   std::to_string(args->new_tokens) + " new tokens), device " + args->device;
           std::vector<std::vector<int64_t>> prompts(batch);
           for (int i = 0; i < batch; ++i)
             for (int t = 0; t < args->prompt; ++t) prompts[i].push_back((int64_t(i) * 131 + int64_t(t) * 17) % c.vocab_size);
@@ -168,8 +179,8 @@ void add_bench_sampler_command(CLI::App& app) {
               row["tokens_per_s"] = n / s;
               row["peak_gpu_allocated_mb"] = peaks ? nlohmann::json(to_mb(peaks->max_allocated_bytes)) : nlohmann::json();
               row["peak_gpu_reserved_mb"] = peaks ? nlohmann::json(to_mb(peaks->max_reserved_bytes)) : nlohmann::json();
-            } catch (const std::exception& e) {
-              row["error"] = e.what();
+            } catch (const std::exception& e) {  // LibTorch's message without its backtrace, on one line if OOM
+              row["error"] = describe_error(e);
               failed = true;
             }
             rows.push_back(row);
@@ -208,7 +219,7 @@ void add_bench_sampler_command(CLI::App& app) {
       }
       std::printf("%s\n", report.dump(2).c_str());
       return failed ? 1 : 0;
-    });
+    }));
   });
 }
 

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "apps/commands.h"
+#include "apps/error_text.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "envsandbox/sandbox.h"
@@ -301,15 +302,17 @@ void add_bench_sandbox_command(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = bench->add_subcommand("sandbox", "environment sandbox speed vs python3-per-env and in-process (JSON)");
-  cmd->add_option("--episodes", args->episodes, "sandbox episodes per worker (default 100)");
-  cmd->add_option("--baseline-episodes", args->baseline_episodes, "python3-subprocess episodes per worker (default 20)");
-  cmd->add_option("--steps", args->steps, "steps per worker for the steps/s figures (default 2000)");
-  cmd->add_option("--episode-steps", args->episode_steps, "steps per episode (default 10)");
-  cmd->add_option("--live", args->live, "live environments held at once for the memory figure (default 400)");
-  cmd->add_option("--seed-env", args->seed_env, "seed environment program (default data/seed_envs/logic/bool_eval.py)");
+  cmd->add_option("--episodes", args->episodes, "sandbox episodes per worker");
+  cmd->add_option("--baseline-episodes", args->baseline_episodes, "python3-subprocess episodes per worker");
+  cmd->add_option("--steps", args->steps, "steps per worker for the steps/s figures");
+  cmd->add_option("--episode-steps", args->episode_steps, "steps per episode");
+  cmd->add_option("--live", args->live, "live environments held at once for the memory figure");
+  cmd->add_option("--seed-env", args->seed_env, "seed environment program");
   cmd->callback([args] {
-    set_action([args] {
+    auto where = std::make_shared<std::string>();  // the workload, for an allocation failure
+    set_action(reporting_allocation_failures("bench sandbox", where, [args, where] {
       const Args& a = *args;
+      *where = std::to_string(a.live) + " live environments, " + std::to_string(a.episodes) + " episodes per worker";
       std::string seed_file = resolve_data_path(a.seed_env);
       std::string seed_src = read_file(seed_file);
       char tmpl[] = "/tmp/spade-bench-XXXXXX";
@@ -439,7 +442,7 @@ void add_bench_sandbox_command(CLI::App& app) {
                   {"live", live}};
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
-    });
+    }));
   });
 }
 

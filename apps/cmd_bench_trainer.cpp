@@ -22,7 +22,9 @@
 #include <thread>
 #include <time.h>
 
+#include "apps/bench_work_dir.h"
 #include "apps/commands.h"
+#include "apps/error_text.h"
 #include "apps/shape_options.h"
 #include "common/process_stats.h"
 #include "trainer/step_bench.h"
@@ -260,8 +262,8 @@ void add_bench_trainer_command(CLI::App& app) {
   cmd->add_option("--models", args->models, "comma-separated: tiny (the run config's model), medium (~34M)");
   cmd->add_option("--config", args->config, "run config for the tiny model, optimizer and loss (default: embedded games-tiny)");
   args->shape.model.add_to(cmd);
-  cmd->add_option("--batch", args->shape.batch, "override: sequences per step (tiny 16, medium 4)");
-  cmd->add_option("--seq", args->shape.seq, "override: trained positions per sequence (default 512)");
+  cmd->add_option("--batch", args->shape.batch, "override: sequences per step (0: tiny 16, medium 4)");
+  cmd->add_option("--seq", args->shape.seq, "override: trained positions per sequence (0: 512)");
   cmd->add_option("--steps", args->steps, "timed optimizer steps per repeat");
   cmd->add_option("--warmup", args->warmup, "untimed steps before them");
   cmd->add_option("--repeats", args->repeats, "alternating repeats of ours and the reference (order flips each time)");
@@ -269,14 +271,17 @@ void add_bench_trainer_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "seed of the synthetic batch and the random weights");
   cmd->add_option("--reference", args->reference, "the Python baseline script");
   cmd->add_option("--python", args->python, "interpreter with torch (Debian's python3-torch)");
-  cmd->add_option("--work-dir", args->work_dir, "where the checkpoints and batch files are written");
+  cmd->add_option("--work-dir", args->work_dir,
+                  "where the checkpoints and batch files are written, as WORK/<model>/ (its parent must exist; only "
+                  "those entries are replaced, and only when they are earlier checkpoints)");
   cmd->add_flag("--json", args->json, "print the full report as JSON (default: a table)");
   cmd->add_flag("--no-reference", args->no_reference, "measure our trainer only");
   cmd->add_flag("--same-malloc", args->same_malloc,
-                "also run the reference with our glibc malloc settings (apps/main.cpp mallopt) via GLIBC_TUNABLES");
+                "also run the reference with the glibc malloc settings spade runs with (mallopt), via GLIBC_TUNABLES");
   cmd->add_flag("--phases", args->phases, "also time our step phase by phase (pack, forward, loss, backward, clip, optimizer)");
   cmd->callback([args] {
-    set_action([args] {
+    auto where = std::make_shared<std::string>();  // the model being run, for an allocation failure
+    set_action(reporting_allocation_failures("bench trainer", where, [args, where] {
       if (args->steps < 1 || args->warmup < 0 || args->repeats < 1)
         throw spade::Error("bench trainer: need --steps >= 1, --warmup >= 0, --repeats >= 1");
       const trainer::Config cfg = args->config.empty() ? trainer::parse_config(kDefaultConfig, kDefaultConfigName)
@@ -293,7 +298,12 @@ void add_bench_trainer_command(CLI::App& app) {
       const int threads = args->threads > 0 ? args->threads
                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
       at::set_num_threads(threads);
-      fs::create_directories(args->work_dir);
+      {
+        std::vector<std::string> names;
+        std::stringstream list(args->models);
+        for (std::string name; std::getline(list, name, ',');) names.push_back(name);
+        prepare_bench_work_dir("bench trainer", args->work_dir, names);
+      }
 
       nlohmann::json report;
       report["bench"] = "trainer";
@@ -312,6 +322,8 @@ void add_bench_trainer_command(CLI::App& app) {
       for (std::string name; std::getline(models, name, ',');) {
         const auto [c, bs] = bench_model(name, cfg, args->shape);
         const auto [batch, seq] = bs;
+        *where = "model " + name + " (" + std::to_string(c.num_parameters()) + " parameters), batch " +
+                 std::to_string(batch) + " x " + std::to_string(seq) + " tokens";
         const std::string ckpt = args->work_dir + "/" + name, batch_file = ckpt + "/batch.json";
         {
           policy::Transformer model(c);
@@ -438,7 +450,7 @@ void add_bench_trainer_command(CLI::App& app) {
         return 1;
       }
       return 0;
-    });
+    }));
   });
 }
 

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "apps/commands.h"
+#include "apps/error_text.h"
 #include "common/error.h"
 #include "common/splitmix64.h"
 #include "policy/model_shapes.h"
@@ -123,7 +124,7 @@ void add_bench_turns_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = bench_command(app)->add_subcommand(
       "turns", "multi-turn sampling: continuous batching across turns vs lockstep turns, tokens/s");
-  cmd->add_option("--model", args->model, "shape (policy/model_shapes.h): tiny, 100m, qwen3-0.6b, qwen3-4b");
+  cmd->add_option("--model", args->model, "shape: tiny, 100m, qwen3-0.6b, qwen3-4b");
   cmd->add_option("--sequences", args->sequences, "sequences (episodes), each playing --turns turns");
   cmd->add_option("--turns", args->turns, "turns per sequence");
   cmd->add_option("--prompt", args->prompt, "prompt tokens per sequence");
@@ -136,7 +137,8 @@ void add_bench_turns_command(CLI::App& app) {
   cmd->add_option("--device", args->device, "torch device (cpu, cuda)");
   cmd->add_option("--dtype", args->dtype, "float32 | bfloat16: the model's weights and activations");
   cmd->callback([args] {
-    set_action([args] {
+    auto where = std::make_shared<std::string>();  // what is being run, for an allocation failure
+    set_action(reporting_allocation_failures("bench turns", where, [args, where] {
       const Args& a = *args;
       if (a.sequences < 1 || a.turns < 1 || a.prompt < 1 || a.observation < 1 || a.min_new < 1 ||
           a.max_new < a.min_new || a.max_batch < 1)
@@ -145,6 +147,9 @@ void add_bench_turns_command(CLI::App& app) {
       if (a.dtype != "float32" && a.dtype != "bfloat16")
         throw spade::Error("bench turns: --dtype must be float32 or bfloat16, got '" + a.dtype + "'");
       const policy::ModelConfig c = policy::named_model_shape(a.model);
+      *where = "model " + a.model + " (" + std::to_string(c.num_parameters()) + " parameters, " + a.dtype + "), " +
+               std::to_string(a.sequences) + " sequences of " + std::to_string(a.turns) + " turns, max batch " +
+               std::to_string(a.max_batch) + ", device " + a.device;
       const torch::Device device(a.device);
       const int threads =
           a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -198,7 +203,7 @@ void add_bench_turns_command(CLI::App& app) {
                                {"same_histories", same}};
       std::printf("%s\n", report.dump(2).c_str());
       return 0;
-    });
+    }));
   });
 }
 

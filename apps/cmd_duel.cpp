@@ -5,7 +5,7 @@
 //   spade duel bank generate --participant ID (--script SCRIPTS.json | --endpoints FILE.yaml)
 //                            --spec FILE.yaml... [--work DIR] [--bank FILE.sqlite] [--slots N] [--attempts N]
 //   spade duel match --a ID [--a-script A.json] --b ID [--b-script B.json] [--endpoints FILE.yaml]
-//                    --spec FILE.yaml... [--work DIR] [--bank FILE.sqlite] [--turns N] [--out match.json]
+//                    --spec FILE.yaml... [--work DIR] [--bank FILE.sqlite] [--turns N] [--out match.json [--overwrite]]
 //       Exit status 2 (a usage error, like a command line the parser refuses) when the bank does not
 //       exist or holds no task of either participant on the given repositories: every turn would be an
 //       automatic Blue win and the draw would mean nothing; the message names the bank and the `bank
@@ -18,6 +18,9 @@
 //       A resumable round robin (evaldual/tournament.h): rerun the same command after a crash and it
 //       continues; writes D/state.json, D/matches.json and D/rankings.json. Tasks come from the bank,
 //       which is checked as for `match` (exit status 2 when no participant has a task).
+// Outputs follow common/output_path.h: --work is new, empty, or a work directory these commands made
+// (marked by .spade-duel-work); --bank is new or a task bank to extend; --dir is new, empty, or a
+// tournament to resume; --out is new or empty unless --overwrite. All are checked before any play.
 // A participant is played by a replay script when one is given (evaldual/protocol.h ScriptedAgent: a
 // JSON object mapping session keys "REPO/red_a/s1/a1", "REPO/blue/RED/s1", ... to shell commands),
 // else by the model endpoint its id names in the endpoints file (evaldual/model_endpoints.h; example
@@ -27,13 +30,16 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "apps/commands.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/output_path.h"
 #include "evaldual/adapters.h"
 #include "evaldual/diff.h"
 #include "evaldual/input_fields.h"
@@ -52,15 +58,63 @@ namespace ev = spade::evaldual;
 namespace spade::apps {
 namespace {
 
+constexpr const char* kDefaultWork = "runs/duel";
+
 struct Common {
   std::vector<std::string> specs;
-  std::string work = "runs/duel";
+  std::string work = kDefaultWork;
 };
 
 void add_common(CLI::App* cmd, Common* c, bool specs_required) {
-  auto* o = cmd->add_option("--spec", c->specs, "repository spec YAML (repeatable; evaldual/repo_spec.h)");
+  auto* o = cmd->add_option("--spec", c->specs, "repository spec YAML (repeatable)");
   if (specs_required) o->required();
-  cmd->add_option("--work", c->work, "work directory: prepared repositories, workspaces, bank (default runs/duel)");
+  cmd->add_option("--work", c->work,
+                  "work directory: prepared repositories, workspaces, bank; a new or empty "
+                  "directory, or one these commands made");
+}
+
+// The file that marks a directory as a duel work directory these commands made.
+constexpr const char* kWorkMarker = ".spade-duel-work";
+
+// Whether `dir` is a work directory of these commands: marked, or (made before the marker existed)
+// holding nothing but what they write there.
+bool is_duel_work_dir(const std::string& dir) {
+  if (std::filesystem::exists(dir + "/" + kWorkMarker)) return true;
+  static const std::set<std::string> known = {"repos", "play", "bank.sqlite", "bank.sqlite-wal", "bank.sqlite-shm",
+                                              "tournaments", "doctor_ws", "doctor_scoring"};
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (!known.count(e.path().filename().string())) return false;
+  return !ec;
+}
+
+// --work before a command writes into it (common/output_path.h): absent, empty, or a duel work
+// directory; its parent must exist, except runs/ of the default runs/duel, created under the current
+// directory. With `create`, the directory and its marker are made. Throws spade::Error.
+void claim_work_dir(const Common& c, bool create) {
+  OutputRule rule;
+  rule.what = "duel --work";
+  rule.overwrite_flag = "";
+  rule.own = is_duel_work_dir;
+  rule.may_create_parent = c.work == kDefaultWork;
+  check_output(c.work, OutputKind::directory, rule);
+  if (!create) return;
+  std::error_code ec;
+  const std::filesystem::path parent = std::filesystem::path(c.work).parent_path();
+  if (!parent.empty() && !std::filesystem::exists(parent))
+    std::printf("note: creating %s/ under %s, the root of the default work directory %s\n", parent.c_str(),
+                std::filesystem::current_path(ec).c_str(), kDefaultWork);
+  std::filesystem::create_directories(c.work, ec);
+  if (ec) throw Error("duel --work " + c.work + ": cannot create it: " + ec.message());
+  if (!std::filesystem::exists(c.work + "/" + kWorkMarker))
+    write_file_atomic(c.work + "/" + kWorkMarker, "a work directory of `spade duel` (repositories, workspaces, banks)\n");
+}
+
+// Whether `path` is an SQLite database (the task bank's format): its 16-byte header.
+bool is_sqlite_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char header[16] = {};
+  return in.read(header, sizeof header) && std::string(header, sizeof header) == std::string("SQLite format 3\0", 16);
 }
 
 std::vector<ev::PreparedRepo> prepared(const Common& c) {
@@ -227,7 +281,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
     auto lv = std::make_shared<Live>();
     CLI::App* cmd = duel->add_subcommand("doctor", "check the sandbox, test tools, repositories and model endpoints");
     add_common(cmd, c.get(), false);
-    cmd->add_option("--endpoints", lv->endpoints, "endpoints YAML (evaldual/model_endpoints.h): check it resolves");
+    cmd->add_option("--endpoints", lv->endpoints, "endpoints YAML: check it resolves");
     cmd->add_option("--participant", lv->participant,
                     "participant id whose endpoint --live calls (default: every model in --endpoints)");
     cmd->add_flag("--live", lv->live, "make one model call per checked participant and report latency and usage");
@@ -235,6 +289,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
       set_action([c, lv] {
         int bad = 0;
         if (lv->live && lv->endpoints.empty()) throw Error("doctor --live needs --endpoints FILE.yaml");
+        claim_work_dir(*c, /*create=*/true);
         if (!lv->endpoints.empty()) {
           try {
             ev::EndpointFile f = ev::load_endpoints(lv->endpoints);
@@ -297,6 +352,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
     add_common(setup, c.get(), true);
     setup->callback([c] {
       set_action([c] {
+        claim_work_dir(*c, /*create=*/true);
         for (const auto& s : c->specs) {
           ev::PreparedRepo p = ev::setup_repo(ev::load_repo_spec(s), c->work + "/repos");
           std::printf("%s: pinned %s; original suite %d passed, %d failed, %d errors (%s); pre-existing failures: %zu\n",
@@ -322,12 +378,22 @@ void add_duel_protocol_commands(CLI::App* duel) {
     gen->add_option("--participant", a->participant, "participant id (model#harness[#effort#provider])")->required();
     gen->add_option("--script", a->script, "replay script JSON {session key: [commands]}");
     gen->add_option("--endpoints", a->endpoints, "endpoints YAML: the participant is played by its model endpoint");
-    gen->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite)");
-    gen->add_option("--slots", a->slots, "slots per repository (default 1)")->check(CLI::Range(1, std::numeric_limits<int>::max()));
-    gen->add_option("--attempts", a->attempts, "attempts per slot (default 5)")->check(CLI::Range(1, std::numeric_limits<int>::max()));
+    gen->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite): new, or a bank to extend");
+    gen->add_option("--slots", a->slots, "slots per repository")->check(CLI::Range(1, std::numeric_limits<int>::max()));
+    gen->add_option("--attempts", a->attempts, "attempts per slot")->check(CLI::Range(1, std::numeric_limits<int>::max()));
     gen->callback([a] {
       set_action([a] {
-        ev::TaskBank tb(a->bank.empty() ? a->c.work + "/bank.sqlite" : a->bank);
+        claim_work_dir(a->c, /*create=*/true);
+        const std::string bank = a->bank.empty() ? a->c.work + "/bank.sqlite" : a->bank;
+        OutputRule bank_rule;  // a bank is extended (each participant fills its slots), never replaced
+        bank_rule.what = "duel bank generate --bank";
+        bank_rule.overwrite_flag = "";
+        bank_rule.own = is_sqlite_file;
+        bank_rule.inputs = a->c.specs;
+        if (!a->script.empty()) bank_rule.inputs.push_back(a->script);
+        if (!a->endpoints.empty()) bank_rule.inputs.push_back(a->endpoints);
+        check_output(bank, OutputKind::file, bank_rule);
+        ev::TaskBank tb(bank);
         auto agent = make_agent(a->participant, a->script, a->endpoints, "--script");
         ev::ProtocolConfig p = protocol_config(a->c);
         p.slots_per_repo = a->slots;
@@ -351,6 +417,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
       Common c;
       std::string a, a_script, b, b_script, endpoints, bank, out, id = "match";
       int turns = 3;
+      bool overwrite = false;
     };
     auto a = std::make_shared<Args>();
     CLI::App* m = duel->add_subcommand("match", "play one match: each side defends the other's banked tasks");
@@ -361,12 +428,22 @@ void add_duel_protocol_commands(CLI::App* duel) {
     m->add_option("--b-script", a->b_script, "B's replay script JSON (else B's model endpoint)");
     m->add_option("--endpoints", a->endpoints, "endpoints YAML for participants without a script");
     m->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite)");
-    m->add_option("--turns", a->turns, "tasks per repository per side (default 3)")->check(CLI::Range(1, std::numeric_limits<int>::max()));
-    m->add_option("--match-id", a->id, "match id (default \"match\")");
-    m->add_option("--out", a->out, "write the match record JSON here (the `spade duel rate` input form)");
+    m->add_option("--turns", a->turns, "tasks per repository per side")->check(CLI::Range(1, std::numeric_limits<int>::max()));
+    m->add_option("--match-id", a->id, "match id");
+    m->add_option("--out", a->out,
+                  "write the match record JSON here (the `spade duel rate` input form): a new or empty file in an "
+                  "existing directory");
+    m->add_flag("--overwrite", a->overwrite, "replace a non-empty --out (never one of this command's inputs)");
     m->callback([a] {
       set_action([a] {
         const std::string bank = a->bank.empty() ? a->c.work + "/bank.sqlite" : a->bank;
+        OutputRule rule;
+        rule.what = "duel match --out";
+        rule.overwrite = a->overwrite;
+        rule.inputs = a->c.specs;
+        rule.inputs.insert(rule.inputs.end(), {bank, a->a_script, a->b_script, a->endpoints});
+        if (!a->out.empty()) check_output(a->out, OutputKind::file, rule);  // before the match is played
+        claim_work_dir(a->c, /*create=*/false);
         if (int rc = check_bank(bank, {a->a, a->b}, a->c, "match")) return rc;
         const std::vector<ev::PreparedRepo> repos = prepared(a->c);
         ev::TaskBank tb(bank);
@@ -383,7 +460,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
                     ev::outcome_name(r.outcome));
         print_usage(a->a, agent_a.get());
         print_usage(a->b, agent_b.get());
-        if (!a->out.empty()) write_file_atomic(a->out, ev::matches_to_json({r}).dump(2) + "\n");
+        if (!a->out.empty()) write_output_file(a->out, ev::matches_to_json({r}).dump(2) + "\n", rule);
         if (ev::contested_turns(r) == 0) {  // the record (if written) carries the same warning
           std::fprintf(stderr, "error: duel match: %s\n", r.extra.value("warning", std::string()).c_str());
           return 1;
@@ -410,14 +487,16 @@ void add_duel_protocol_commands(CLI::App* duel) {
     t->add_option("--script", a->scripts, "ID=SCRIPT.json: play ID from a replay script (repeatable); others use --endpoints");
     t->add_option("--endpoints", a->endpoints, "endpoints YAML for participants without a script");
     t->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite; fill it with `bank generate`)");
-    t->add_option("--turns", a->turns, "tasks per repository per side (default 3)")->check(CLI::Range(1, std::numeric_limits<int>::max()));
-    t->add_option("--id", a->id, "tournament id (default \"tournament\"); match ids derive from it");
-    t->add_option("--dir", a->dir, "tournament directory: state.json, matches.json, rankings.json (default WORK/tournaments/ID)");
+    t->add_option("--turns", a->turns, "tasks per repository per side")->check(CLI::Range(1, std::numeric_limits<int>::max()));
+    t->add_option("--id", a->id, "tournament id; match ids derive from it");
+    t->add_option("--dir", a->dir,
+                  "tournament directory: state.json, matches.json, rankings.json (default WORK/tournaments/ID); new, "
+                  "empty, or a tournament's to resume");
     t->add_option("--late-entrant", a->late_entrant, "a newcomer that plays ceil(log2 M)+1 incumbents chosen by active sampling");
     t->add_option("--prior", a->prior, "matches JSON of earlier play (e.g. the round robin's matches.json): rates the incumbents for active sampling");
-    t->add_option("--bootstrap", a->bootstrap, "bootstrap draws of the final rating (default 1000; 0 = none)")
+    t->add_option("--bootstrap", a->bootstrap, "bootstrap draws of the final rating (0 = none)")
         ->check(CLI::Range(0, std::numeric_limits<int>::max()));
-    t->add_option("--seed", a->seed, "bootstrap seed (default 42)");
+    t->add_option("--seed", a->seed, "bootstrap seed");
     t->callback([a] {
       set_action([a] {
         std::map<std::string, std::string> script_of;
@@ -429,6 +508,17 @@ void add_duel_protocol_commands(CLI::App* duel) {
         std::vector<std::string> players = a->participants;
         if (!a->late_entrant.empty()) players.push_back(a->late_entrant);
         const std::string bank = a->bank.empty() ? a->c.work + "/bank.sqlite" : a->bank;
+        const std::string dir = a->dir.empty() ? a->c.work + "/tournaments/" + a->id : a->dir;
+        OutputRule dir_rule;  // resumed when it holds a tournament's state, never replaced
+        dir_rule.what = "duel tournament --dir";
+        dir_rule.overwrite_flag = "";
+        dir_rule.own = [](const std::string& d) { return std::filesystem::exists(d + "/state.json"); };
+        dir_rule.may_create_parent = a->dir.empty();  // WORK/tournaments/
+        dir_rule.inputs = a->c.specs;
+        dir_rule.inputs.insert(dir_rule.inputs.end(), {bank, a->endpoints, a->prior});
+        for (const auto& [id, script] : script_of) dir_rule.inputs.push_back(script);
+        claim_work_dir(a->c, /*create=*/false);
+        check_output(dir, OutputKind::directory, dir_rule);
         if (int rc = check_bank(bank, players, a->c, "tournament")) return rc;
         std::map<std::string, std::unique_ptr<ev::Agent>> agents;
         for (const std::string& p : players) {
@@ -440,7 +530,6 @@ void add_duel_protocol_commands(CLI::App* duel) {
         const ev::ProtocolConfig protocol = protocol_config(a->c);
         ev::MatchConfig mc;
         mc.turns_per_player = a->turns;
-        const std::string dir = a->dir.empty() ? a->c.work + "/tournaments/" + a->id : a->dir;
         ev::TournamentOptions to;
         to.seed = a->seed;
         if (!a->prior.empty()) to.prior_matches = ev::load_matches(a->prior);  // errors name the file and field

@@ -1,11 +1,11 @@
 // `spade duel ...`: the SWE-Duel commands. This file creates the `duel` subcommand and its `rate` and
 // `report` subcommands, plus `spade bench duel` (the ratings benchmark recorded in bench/RESULTS.md).
 //
-//   spade duel rate --matches FILE.json [--bootstrap N] [--seed S] [--out rankings.json]
+//   spade duel rate --matches FILE.json [--bootstrap N] [--seed S] [--out rankings.json [--overwrite]]
 //       Rates any list of match records (evaldual/match_record.h: an array, or an object with a
 //       "matches" array such as an exported rankings JSON) and writes the rankings JSON
 //       (evaldual/rankings.h). Without --out the JSON goes to stdout; with it, a table does.
-//   spade duel report --rankings rankings.json [--format md|latex] [--out FILE]
+//   spade duel report --rankings rankings.json [--format md|latex] [--out FILE [--overwrite]]
 //       The leaderboard as a Markdown or LaTeX table (evaldual/report.h).
 //   spade bench duel [--participants 11] [--matches 50] [--turns 30] [--bootstrap 1000] [--repeats 5]
 //       Times one full rating (BT + 1000-draw match bootstrap + Elo + contested-turn BT with its own
@@ -31,8 +31,10 @@
 #include <thread>
 
 #include "apps/commands.h"
+#include "apps/error_text.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/output_path.h"
 #include "evaldual/input_fields.h"
 #include "evaldual/rankings.h"
 #include "evaldual/report.h"
@@ -58,20 +60,29 @@ void add_rate_command(CLI::App* duel) {
     std::string matches, out, tournament_id, format;
     int bootstrap = 1000;
     uint64_t seed = 42;
+    bool overwrite = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* rate = duel->add_subcommand("rate", "rate match records: Bradley-Terry + bootstrap CIs, Elo, rankings JSON");
   rate->add_option("--matches", args->matches, "match records JSON: [ {match_id, model_a, model_b, outcome}, ... ]")
       ->required();
-  rate->add_option("--bootstrap", args->bootstrap, "bootstrap resamples of matches (default 1000; 0 = none)")
+  rate->add_option("--bootstrap", args->bootstrap, "bootstrap resamples of matches (0 = none)")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()));
-  rate->add_option("--seed", args->seed, "bootstrap seed (default 42)");
-  rate->add_option("--out", args->out, "write the rankings JSON here (atomically) and print a table");
+  rate->add_option("--seed", args->seed, "bootstrap seed");
+  rate->add_option("--out", args->out,
+                   "write the rankings JSON here (atomically; a new or empty file in an existing directory) and print "
+                   "a table");
+  rate->add_flag("--overwrite", args->overwrite, "replace a non-empty --out (never the --matches file)");
   rate->add_option("--tournament-id", args->tournament_id, "tournament_id (default: from the input, else its file name)");
   rate->add_option("--format", args->format, "format field (default: from the input, else \"imported\")");
   rate->callback([args] {
     set_action([args] {
       const Args& a = *args;
+      OutputRule rule;
+      rule.what = "duel rate --out";
+      rule.overwrite = a.overwrite;
+      rule.inputs = {a.matches};
+      if (!a.out.empty()) check_output(a.out, OutputKind::file, rule);  // before the bootstrap runs
       const json doc = evaldual::read_json_document(a.matches);
       std::vector<evaldual::MatchRecord> ms = evaldual::matches_from_json(doc, a.matches);
       evaldual::RankingOptions o;
@@ -94,7 +105,7 @@ void add_rate_command(CLI::App* duel) {
       if (a.out.empty()) {
         std::fputs(text.c_str(), stdout);
       } else {
-        write_file_atomic(a.out, text);
+        write_output_file(a.out, text, rule);
         std::fputs(evaldual::rankings_table(r).c_str(), stdout);
         std::printf("%zu matches, %zu participants, %d bootstrap draws (seed %llu) -> %s\n", ms.size(),
                     r.rankings.size(), r.bootstrap_samples, static_cast<unsigned long long>(r.seed), a.out.c_str());
@@ -220,16 +231,19 @@ void add_bench_duel_command(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = bench->add_subcommand("duel", "time one full SWE-Duel rating (BT, 1000-draw bootstrap, Elo, contested BT)");
-  cmd->add_option("--participants", args->participants, "participants (default 11: 10 round robin + 1 late entrant)");
-  cmd->add_option("--matches", args->matches, "matches (default 50 = 45 round robin + 5 active-sampled)");
-  cmd->add_option("--turns", args->turns, "turns per match (default 30 = 15 repos x 2)");
-  cmd->add_option("--bootstrap", args->bootstrap, "bootstrap draws (default 1000)")->check(CLI::Range(0, std::numeric_limits<int>::max()));
-  cmd->add_option("--repeats", args->repeats, "timed repeats (default 5; the median is reported)");
-  cmd->add_option("--seed", args->seed, "seed of the synthetic outcomes (default 1; the next seeds are tried until every "
+  cmd->add_option("--participants", args->participants, "participants (11: 10 round robin + 1 late entrant)");
+  cmd->add_option("--matches", args->matches, "matches (50: 45 round robin + 5 active-sampled)");
+  cmd->add_option("--turns", args->turns, "turns per match (30: 15 repos x 2)");
+  cmd->add_option("--bootstrap", args->bootstrap, "bootstrap draws")->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  cmd->add_option("--repeats", args->repeats, "timed repeats (the median is reported)");
+  cmd->add_option("--seed", args->seed, "seed of the synthetic outcomes (the next seeds are tried until every "
                                         "rating is identified, and the one used is printed)");
   cmd->callback([args] {
-    set_action([args] {
+    auto where = std::make_shared<std::string>();  // the workload, for an allocation failure
+    set_action(reporting_allocation_failures("bench duel", where, [args, where] {
       const Args& a = *args;
+      *where = std::to_string(a.participants) + " participants, " + std::to_string(a.matches) + " matches of " +
+               std::to_string(a.turns) + " turns, " + std::to_string(a.bootstrap) + " bootstrap draws";
       if (a.participants < 3 || a.repeats < 1) throw Error("bench duel: needs --participants >= 3 and --repeats >= 1");
       const auto drawn = synthetic_tournament(a.participants, a.matches, a.turns, a.seed);
       const std::vector<evaldual::MatchRecord>& ms = drawn.first;
@@ -283,27 +297,35 @@ void add_bench_duel_command(CLI::App& app) {
       std::printf("%s\n", out.dump(2).c_str());
       std::fputs(evaldual::rankings_table(r1).c_str(), stderr);
       return 0;
-    });
+    }));
   });
 }
 
 void add_report_command(CLI::App* duel) {
   struct Args {
     std::string rankings, out, format = "md";
+    bool overwrite = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* report = duel->add_subcommand("report", "render a rankings JSON as a Markdown or LaTeX leaderboard table");
   report->add_option("--rankings", args->rankings, "rankings JSON written by `spade duel rate`")->required();
-  report->add_option("--format", args->format, "md (default) or latex")->check(CLI::IsMember({"md", "latex"}));
-  report->add_option("--out", args->out, "write the report here (atomically); default stdout");
+  report->add_option("--format", args->format, "md or latex")->check(CLI::IsMember({"md", "latex"}));
+  report->add_option("--out", args->out,
+                     "write the report here (atomically; a new or empty file in an existing directory); default stdout");
+  report->add_flag("--overwrite", args->overwrite, "replace a non-empty --out (never the --rankings file)");
   report->callback([args] {
     set_action([args] {
       const Args& a = *args;
+      OutputRule rule;
+      rule.what = "duel report --out";
+      rule.overwrite = a.overwrite;
+      rule.inputs = {a.rankings};
+      if (!a.out.empty()) check_output(a.out, OutputKind::file, rule);
       const json doc = evaldual::read_json_document(a.rankings);
       evaldual::Rankings r = evaldual::rankings_from_json(doc, a.rankings);
       std::string text = a.format == "latex" ? evaldual::rankings_latex(r) : evaldual::rankings_markdown(r);
       if (a.out.empty()) std::fputs(text.c_str(), stdout);
-      else write_file_atomic(a.out, text);
+      else write_output_file(a.out, text, rule);
       return 0;
     });
   });

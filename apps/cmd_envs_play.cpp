@@ -1,20 +1,40 @@
 // `spade envs play FILE.py`: play an environment program in the terminal, through the same sandbox and
 // lenient wrapper (envsandbox/game.h) the agent plays through. Each input line is one action, sent as
-// is (type \boxed{...} yourself, or use --box to wrap each line). ":solution" prints the program's
-// solution(), ":reset" starts a new episode, ":quit" (or end of input) stops.
+// is (type \boxed{...} yourself, or use --box to wrap each line). A line starting with ':' is a command
+// of this player and never reaches the game (:help lists them; an unknown one is an error that names it).
+// When an episode ends (terminated or truncated) the player says so and sends nothing more until :reset.
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "apps/commands.h"
 #include "common/atomic_file.h"
+#include "common/edit_distance.h"
 #include "common/error.h"
+#include "common/strings.h"
 #include "common/terminal_text.h"
 #include "envsandbox/game.h"
 #include "envsandbox/sandbox.h"
 
 namespace spade::apps {
+
+namespace {
+
+// The player's commands and what :help says of them.
+const std::vector<std::pair<std::string, std::string>>& play_commands() {
+  static const std::vector<std::pair<std::string, std::string>> commands = {
+      {":help", "list these commands"},
+      {":solution", "print the program's solution() actions"},
+      {":reset", "start a new episode (:reset SEED for another seed)"},
+      {":quit", "leave (end of input too)"},
+  };
+  return commands;
+}
+
+}  // namespace
 
 void add_envs_play_command(CLI::App& envs) {
   struct Args {
@@ -24,10 +44,11 @@ void add_envs_play_command(CLI::App& envs) {
     bool box = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* play = envs.add_subcommand("play", "play an environment program in the terminal (one action per line)");
+  CLI::App* play = envs.add_subcommand(
+      "play", "play an environment program in the terminal: one action per line, :help for the player's commands");
   play->add_option("file", args->file, "Python environment file")->required();
-  play->add_option("--seed", args->seed, "reset seed (default 0)");
-  play->add_option("--max-turns", args->max_turns, "max_turns cap passed to the constructor (default 25)");
+  play->add_option("--seed", args->seed, "reset seed");
+  play->add_option("--max-turns", args->max_turns, "max_turns cap passed to the constructor");
   play->add_flag("--box", args->box, "wrap each typed line as \\boxed{line}");
   play->callback([args] {
     set_action([args] {
@@ -49,46 +70,78 @@ void add_envs_play_command(CLI::App& envs) {
         std::printf("cannot load %s: %s -- %s\n", one_line(args->file).c_str(), reason.c_str(), one_line(detail).c_str());
         return 1;
       }
-      auto start = [&]() -> bool {
-        auto obs = game->reset(args->seed, &reason, &detail);
+      int turn = 0;
+      double total = 0;
+      bool over = false;  // the episode ended: no action is sent until :reset
+      auto start = [&](int64_t seed) -> bool {
+        auto obs = game->reset(seed, &reason, &detail);
         if (!obs) {
           std::printf("reset failed: %s -- %s\n", reason.c_str(), one_line(detail).c_str());
           return false;
         }
-        std::printf("=== episode (seed %lld, max_turns %lld) ===\n%s\n", static_cast<long long>(args->seed),
+        std::printf("=== episode (seed %lld, max_turns %lld) ===\n%s\n", static_cast<long long>(seed),
                     static_cast<long long>(game->instance().max_turns().value_or(-1)), multi_line(*obs).c_str());
+        turn = 0;
+        total = 0;
+        over = false;
         return true;
       };
-      if (!start()) return 1;
-      double total = 0;
-      std::string line;
-      for (int turn = 1;; ++turn) {
+      auto episode_over = [&] {
+        std::printf("episode over (reward %+.3f); :reset to play again, :quit to leave\n", total);
+      };
+      if (!start(args->seed)) return 1;
+      std::vector<std::string> names;
+      for (const auto& [name, _] : play_commands()) names.push_back(name);
+      for (std::string line;;) {
         std::printf("> ");
         std::fflush(stdout);
-        if (!std::getline(std::cin, line) || line == ":quit") break;
-        if (line == ":solution") {
-          auto actions = game->solution(&reason, &detail);
-          if (actions.empty()) std::printf("(no solution: %s %s)\n", reason.c_str(), one_line(detail).c_str());
-          for (const std::string& a : actions) std::printf("  %s\n", one_line(a).c_str());
-          --turn;
+        if (!std::getline(std::cin, line)) break;
+        if (starts_with(line, ":")) {  // a player command, never an action
+          const std::string word = line.substr(0, line.find(' '));
+          const std::string rest = trim(line.size() > word.size() ? line.substr(word.size()) : "");
+          if (word == ":quit") break;
+          if (word == ":help") {
+            for (const auto& [name, what] : play_commands()) std::printf("  %-10s %s\n", name.c_str(), what.c_str());
+            std::printf("  any other line is an action for the game%s\n", args->box ? " (sent as \\boxed{line})" : "");
+          } else if (word == ":solution") {
+            auto actions = game->solution(&reason, &detail);
+            if (actions.empty()) std::printf("(no solution: %s %s)\n", reason.c_str(), one_line(detail).c_str());
+            for (const std::string& a : actions) std::printf("  %s\n", one_line(a).c_str());
+          } else if (word == ":reset") {
+            int64_t seed = args->seed;
+            if (!rest.empty()) {
+              try {
+                size_t used = 0;
+                seed = std::stoll(rest, &used);
+                if (used != rest.size()) throw std::invalid_argument(rest);
+              } catch (const std::exception&) {
+                std::printf("error: :reset takes an integer seed, got '%s'\n", rest.c_str());
+                continue;
+              }
+            }
+            if (!start(seed)) return 1;
+          } else {
+            std::printf("error: unknown command '%s'%s (:help lists the commands; a line starting with ':' is never "
+                        "sent to the game)\n",
+                        word.c_str(), did_you_mean(word, names).c_str());
+          }
           continue;
         }
-        if (line == ":reset") {
-          if (!start()) return 1;
-          turn = 0;
-          total = 0;
+        if (over) {
+          episode_over();
           continue;
         }
         envsandbox::GameStep s = game->step(args->box ? "\\boxed{" + line + "}" : line);
         total += s.reward;
-        std::printf("%s\n  [turn %d  reward %+.3f  total %+.3f%s%s]\n", multi_line(s.obs).c_str(), turn, s.reward, total,
+        std::printf("%s\n  [turn %d  reward %+.3f  total %+.3f%s%s]\n", multi_line(s.obs).c_str(), ++turn, s.reward, total,
                     s.terminated ? "  terminated" : "", s.truncated ? "  truncated" : "");
         if (!s.failure.empty()) {
           std::printf("the environment process failed: %s -- %s\n", s.failure.c_str(), one_line(s.detail).c_str());
           return 1;
         }
         if (s.terminated || s.truncated) {
-          std::printf("=== episode over (type :reset to play again, :quit to stop) ===\n");
+          over = true;
+          episode_over();
         }
       }
       return 0;

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "policy/chat_template.h"
 #include "policy/checkpoint.h"
+#include "policy/stop_tokens.h"
 #include "policy/tokenizer.h"
 #include "rollout/sampler.h"
 
@@ -49,9 +50,9 @@ void add_generate_command(CLI::App& app) {
       p.top_p = args->top_p;
       p.top_k = args->top_k;
       p.max_new_tokens = args->max_new_tokens;
-      if (chat) p.stop_token_ids.push_back(chat->eos_id());
-      if (tok.eos_id() >= 0) p.stop_token_ids.push_back(tok.eos_id());
-      for (int64_t id : model->config().eos_token_ids) p.stop_token_ids.push_back(id);
+      // The chat template's end of turn (with --chat) and every eos id of the checkpoint (config.json
+      // and generation_config.json), as every other sampling path.
+      p.stop_token_ids = policy::stop_token_ids(model->config(), chat.get());
       rollout::GenerationResult out = rollout::generate(model, {prompt}, p, args->seed, 1)[0];
       if (out.finish_reason == "stop" && !out.tokens.empty()) out.tokens.pop_back();
       std::printf("%s%s\n", args->chat ? "" : args->prompt.c_str(), tok.decode(out.tokens).c_str());

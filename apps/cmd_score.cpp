@@ -53,7 +53,7 @@ void add_score_command(CLI::App& app) {
   auto* ids = cmd->add_option("--ids", args->ids, "comma-separated token ids (no tokenizer needed)");
   text->excludes(ids);
   cmd->add_flag("--json", args->json, "print one JSON object");
-  cmd->add_option("--top", args->top, "how many (token id, logit) pairs of the last position (default 20)");
+  cmd->add_option("--top", args->top, "how many (token id, logit) pairs of the last position");
   cmd->callback([args] {
     set_action([args] {
       if (args->text.empty() == args->ids.empty())

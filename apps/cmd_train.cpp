@@ -19,12 +19,29 @@ struct ConfigArgs {
   std::string config;
   std::vector<std::string> overrides;
   std::string name;
+  bool overwrite = false;
 };
 
 void add_config_options(CLI::App* cmd, ConfigArgs& args) {
   cmd->add_option("--config", args.config, "run config (YAML); default: the embedded configs/games-tiny.yaml");
   cmd->add_option("--set", args.overrides, "override a key, e.g. --set selfplay.steps=16 (repeatable)");
   cmd->add_option("--name", args.name, "run name (run.name): outputs go to <run.out_dir>/<name>/");
+}
+
+// --overwrite of train and sft (trainer/run_open.h).
+void add_overwrite_option(CLI::App* cmd, ConfigArgs& args) {
+  cmd->add_flag("--overwrite", args.overwrite,
+                "replace the run already in <run.out_dir>/<name>/ (only a directory holding a spade run and "
+                "nothing else, and never one holding an input of the config); without it an existing run is "
+                "refused");
+}
+
+trainer::TrainOptions train_options(const ConfigArgs& args, bool selfplay) {
+  trainer::TrainOptions o;
+  o.selfplay = selfplay;
+  o.overwrite = args.overwrite;
+  if (!args.config.empty()) o.inputs.push_back(args.config);
+  return o;
 }
 
 trainer::Config load(const ConfigArgs& args) {
@@ -76,8 +93,10 @@ void add_train_commands(CLI::App& app) {
   auto nproc = std::make_shared<int>(0);
   CLI::App* train = app.add_subcommand("train", "run SPADE self-play (cold start + self-play steps)");
   add_config_options(train, *args);
+  add_overwrite_option(train, *args);
   train->add_option("--resume", *resume,
-                    "continue RUN_DIR from its newest checkpoint with its saved config (--set still applies)");
+                    "continue RUN_DIR from its newest checkpoint with its saved config (--set still applies, "
+                    "except to the keys that made its files: tokenizer.*, model.*, corpus.*)");
   train->add_option("--nproc", *nproc,
                     "data parallel on this machine: start N ranks of spade (torchrun environment, Gloo "
                     "on CPU); torchrun and srun launch ranks too, see scripts/launch/")
@@ -94,14 +113,17 @@ void add_train_commands(CLI::App& app) {
         for (const std::string& o : args->overrides) rank_args.insert(rank_args.end(), {"--set", o});
         if (!args->name.empty()) rank_args.insert(rank_args.end(), {"--name", args->name});
         if (!resume->empty()) rank_args.insert(rank_args.end(), {"--resume", *resume});
+        if (args->overwrite) rank_args.push_back("--overwrite");
         return trainer::launch_local_ranks(*nproc, rank_args);
       }
       if (resume->empty()) {
-        trainer::run_train(load(*args), {true}, print_line);
+        trainer::run_train(load(*args), train_options(*args, true), print_line);
         return 0;
       }
       if (!args->config.empty() || !args->name.empty())
         throw Error("train --resume uses RUN_DIR/config.yaml: drop --config and --name");
+      if (args->overwrite)
+        throw Error("train: --resume continues " + *resume + " and --overwrite replaces it; pass one of them");
       trainer::Config c = trainer::load_run_config(*resume, args->overrides);
       c.seed_envs.dir = resolve_data_path(c.seed_envs.dir);
       trainer::TrainOptions options;
@@ -114,9 +136,10 @@ void add_train_commands(CLI::App& app) {
   auto sft_args = std::make_shared<ConfigArgs>();
   CLI::App* sft = app.add_subcommand("sft", "cold start only: supervised training on seed environments");
   add_config_options(sft, *sft_args);
+  add_overwrite_option(sft, *sft_args);
   sft->callback([sft_args] {
     set_action([sft_args] {
-      trainer::run_train(load(*sft_args), {false}, print_line);
+      trainer::run_train(load(*sft_args), train_options(*sft_args, false), print_line);
       return 0;
     });
   });

@@ -7,8 +7,33 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include "apps/cli_usage.h"
 #include "apps/commands.h"
-#include "common/error.h"
+#include "apps/error_text.h"
+#include "apps/version.h"
+
+namespace {
+
+// `spade help [CMD...]`: the help of a command, as `spade CMD... --help` prints it.
+void add_help_command(CLI::App& app) {
+  auto words = std::make_shared<std::vector<std::string>>();
+  CLI::App* help = app.add_subcommand("help", "print the help of a command: `spade help duel match` is `spade duel match --help`");
+  help->add_option("command", *words, "the command's words (none: the list of commands)");
+  help->callback([&app, words] {
+    std::string error;
+    const CLI::App* cmd = spade::apps::find_command(app, *words, &error);
+    spade::apps::set_action([cmd, error] {
+      if (cmd == nullptr) {  // an unknown word: a usage error
+        std::fprintf(stderr, "error: %s\nrun 'spade --help' for the commands\n", error.c_str());
+        return 2;
+      }
+      std::cout << spade::apps::help_text(*cmd) << std::flush;
+      return 0;
+    });
+  });
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // OpenMP reads OMP_WAIT_POLICY when its runtime loads, before main(): spinning workers cost up to
@@ -28,8 +53,13 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, -1);
 
-  CLI::App app{"spade: training LLMs by self-play (SPADE) and scoring them in SWE-Duel matches"};
+  CLI::App app{"spade: training LLMs by self-play (SPADE) and scoring them in SWE-Duel matches", "spade"};
   app.require_subcommand(1);
+  // Every option added from here on, in every subcommand, shows its default value in --help.
+  app.option_defaults()->always_capture_default();
+  app.formatter(std::make_shared<spade::apps::HelpFormatter>());
+  app.set_version_flag("--version", std::function<std::string()>(spade::apps::version_text),
+                       "print the version of spade and of the LibTorch it was built with, then exit");
   spade::apps::add_train_commands(app);
   spade::apps::add_corpus_commands(app);
   spade::apps::add_envs_commands(app);
@@ -42,18 +72,21 @@ int main(int argc, char** argv) {
   spade::apps::add_bench_trainer_command(app);
   spade::apps::add_bench_step_command(app);
   spade::apps::add_bench_turns_command(app);
+  add_help_command(app);
+  app.footer("`spade help CMD` (or `spade CMD --help`) shows a command's options.");  // after: not inherited
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "error: %s\n", spade::apps::explain_parse_error(app, e).c_str());
+    std::fprintf(stderr, "run '%s --help' for usage\n", spade::apps::command_path(spade::apps::parsed_command(app)).c_str());
+    return 2;
   }
   try {
     return spade::apps::run_selected(app);
-  } catch (const spade::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    // LibTorch's errors without their C++ backtrace, allocation failures on one line.
+    std::fprintf(stderr, "error: %s\n", spade::apps::describe_error(e).c_str());
     return 1;
   }
 }

@@ -27,16 +27,21 @@ bool flag_value(const PyValue& v, bool* ok) {
   return false;
 }
 
-GameStep invalid_response(const std::string& why) {
+GameStep invalid_response(const char* refused, const std::string& why) {
   GameStep s;
   s.obs = "Invalid game response";
   s.reward = -1.0;
   s.terminated = true;
+  s.refused = refused;
   s.detail = why;
   return s;
 }
 
 }  // namespace
+
+std::string boxed_answer(const std::string& answer) {
+  return answer.find("\\boxed{") != std::string::npos ? answer : "\\boxed{" + answer + "}";
+}
 
 std::string load_failure_reason(const CallResult& load) {
   if (load.reason != "exception") return load.reason;
@@ -61,7 +66,7 @@ std::unique_ptr<Game> Game::open(EnvServer& server, const std::string& source, i
 Game::Game(std::unique_ptr<EnvInstance> loaded) : instance_(std::move(loaded)) {}
 
 std::optional<std::string> Game::reset(std::optional<int64_t> seed, std::string* reason, std::string* detail) {
-  CallResult r = instance_->reset(seed);
+  CallResult r = instance_->reset(seed, timeout_s_);
   if (!r.ok()) {
     set(reason, r.reason == "exception" ? "reset_exception" : r.reason);
     set(detail, r.detail);
@@ -76,12 +81,13 @@ std::optional<std::string> Game::reset(std::optional<int64_t> seed, std::string*
 }
 
 GameStep Game::step(const std::string& action) {
-  CallResult r = instance_->step(cut_chars(action, kMaxActionChars));
+  CallResult r = instance_->step(cut_chars(action, kMaxActionChars), timeout_s_);
   if (r.reason == "exception" || r.reason == "memory") {
     GameStep s;
     s.obs = "Error: " + r.message;
     s.reward = -1.0;
     s.terminated = true;
+    s.refused = r.reason == "memory" ? "memory" : "step_exception";
     s.detail = r.detail;
     return s;
   }
@@ -94,18 +100,22 @@ GameStep Game::step(const std::string& action) {
   }
   const PyValue& v = r.value;
   if (!(v.is_tuple() || v.is_list()) || v.items().size() != 5)
-    return invalid_response("step() returned " + v.type_label() + " " + v.repr(80) + "; expected a 5-tuple");
+    return invalid_response("step_bad_return", "step() returned " + v.type_label() + " " + v.repr(80) + "; expected a 5-tuple");
   const std::vector<PyValue>& items = v.items();
-  if (!items[0].is_str()) return invalid_response("step() observation is " + items[0].type_label() + ", expected str");
+  if (!items[0].is_str())
+    return invalid_response("step_bad_type", "step() observation is " + items[0].type_label() + ", expected str");
   const PyValue& reward = items[1];
-  double value = reward.is_bool() ? (reward.as_bool() ? 1.0 : 0.0) : reward.as_double();
-  if (!(reward.is_number() || reward.is_bool()) || !std::isfinite(value))
-    return invalid_response("step() reward " + reward.repr(40) + " is not a finite number");
+  if (!(reward.is_number() || reward.is_bool()))
+    return invalid_response("step_bad_type", "step() reward " + reward.repr(40) + " is " + reward.type_label() +
+                                                 ", not a number");
+  const double value = reward.is_bool() ? (reward.as_bool() ? 1.0 : 0.0) : reward.as_double();
+  if (!std::isfinite(value))
+    return invalid_response("reward_not_finite", "step() reward " + reward.repr(40) + " is not a finite number");
   bool ok = true;
   GameStep s;
   s.terminated = flag_value(items[2], &ok);
   s.truncated = flag_value(items[3], &ok);
-  if (!ok) return invalid_response("step() terminated/truncated flags are not bool");
+  if (!ok) return invalid_response("step_bad_type", "step() terminated/truncated flags are not bool");
   s.obs = items[0].as_str();
   s.reward = value;
   return s;
@@ -113,13 +123,13 @@ GameStep Game::step(const std::string& action) {
 
 std::vector<std::string> Game::solution(std::string* reason, std::string* detail) {
   std::vector<std::string> actions;
-  CallResult has = instance_->has("solution");
+  CallResult has = instance_->has("solution", timeout_s_);
   if (!has.ok() || !has.value.as_bool()) {
     set(reason, has.ok() ? "no_solution" : has.reason);
     set(detail, has.ok() ? "the environment defines no solution() method" : has.detail);
     return actions;
   }
-  CallResult r = instance_->call("solution");
+  CallResult r = instance_->call("solution", timeout_s_);
   if (!r.ok()) {
     set(reason, r.reason == "exception" ? "solution_exception" : r.reason);
     set(detail, r.detail);

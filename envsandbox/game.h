@@ -23,9 +23,27 @@ struct GameStep {
   /// "" while the environment process is healthy; else the CallResult reason that broke it
   /// ("timeout", "exited", "signal", "protocol"). The episode is then over (terminated is true).
   std::string failure;
-  /// Readable explanation when failure is set or the response was invalid.
+  /// "" when step() answered validly; else why its answer was refused (the step then reads
+  /// ("Error: ..." or "Invalid game response", -1.0, terminated), reference §3): "step_exception" (it
+  /// raised), "memory" (MemoryError), "step_bad_return" (not a 5-sequence), "step_bad_type" (obs not
+  /// str, reward not a number, flags not bool/int/None), "reward_not_finite" (NaN or +-inf: a
+  /// non-finite reward never leaves this boundary).
+  std::string refused;
+  /// Readable explanation when failure or refused is set.
   std::string detail;
+
+  /// Whether an episode that ends with this step is won, as the rest of the code counts success: the
+  /// process healthy, terminated, and a positive episode reward (reward::episode_reward is
+  /// clamp(reward, -1, 1) when terminated, so positive iff reward > 0; rollout::play_episodes, the
+  /// self-play success rates and the cold start's demonstrations all count reward > 0). A step that
+  /// does not end the episode is no win.
+  bool won() const { return failure.empty() && terminated && reward > 0; }
 };
+
+/// The step() argument for an answer the agent writes in \boxed{} (the agent's actions are
+/// "\boxed{X}": rollout::parse_action re-wraps the boxed content): "\boxed{" + answer + "}", or
+/// `answer` itself when it already holds a "\boxed{" (parse_action reduces the doubled box to it).
+std::string boxed_answer(const std::string& answer);
 
 /// Stable reason id for a failed EnvInstance::load(): "syntax_error" (stage compile),
 /// "load_exception" (exec), "no_env_class" (find), "init_exception" (constructor), "memory", or the
@@ -53,17 +71,24 @@ class Game {
 
   /// step(action[:100k chars]). An exception -> ("Error: <message>", -1.0, terminated); a return that
   /// is not a 5-sequence (str obs, finite number or bool reward, bool/int/None flags) -> ("Invalid game
-  /// response", -1.0, terminated); a broken process -> terminated with failure set.
+  /// response", -1.0, terminated); both with GameStep::refused naming why. A broken process ->
+  /// terminated with failure set.
   GameStep step(const std::string& action);
 
   /// The program's solution() as a list of actions. Empty with `*reason` = "no_solution" (absent),
-  /// "solution_exception", "solution_bad_return" (not a list/tuple of str) or a process-level reason.
+  /// "solution_exception", "solution_bad_return" (not a list/tuple of str) or a process-level reason;
+  /// empty with `*reason` untouched when solution() returned an empty list.
   std::vector<std::string> solution(std::string* reason = nullptr, std::string* detail = nullptr);
+
+  /// Deadline in seconds of each following call (reset, step, solution); nullopt (the default) = the
+  /// server's per-call deadlines. The validation gates shorten it to what is left of their time limit.
+  void set_call_timeout(std::optional<double> timeout_s) { timeout_s_ = timeout_s; }
 
   EnvInstance& instance() { return *instance_; }
 
  private:
   std::unique_ptr<EnvInstance> instance_;
+  std::optional<double> timeout_s_;
 };
 
 }  // namespace spade::envsandbox

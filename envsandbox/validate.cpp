@@ -14,6 +14,7 @@ namespace {
 
 constexpr double kMaxAbsReward = 10.0;  // reference §4: reward in [-10, 10]
 const char* const kBoxedProbes[] = {"\\boxed{1}", "\\boxed{test}", "\\boxed{42}"};
+constexpr int64_t kProbeSeeds[] = {42, 123};  // the smoke test's reset seeds (reference §4)
 const char* const kRawProbes[] = {"1", "2", "test"};
 
 struct Failure {
@@ -110,6 +111,8 @@ class SmokeTest {
       if (passed && options_.tool_use)
         passed = gate("tool_schemas", [&] { return tool_schemas(); }) &&
                  gate("deterministic_reset", [&] { return deterministic_reset(); });
+      // Last: the gates above name a more specific cause of a solution that cannot win.
+      if (passed) passed = gate("solution_wins", [&] { return solution_wins(); });
     }
     report_.admitted = passed;
     if (passed) report_.reason = "ok";
@@ -358,6 +361,67 @@ class SmokeTest {
       std::snprintf(text, sizeof(text), "mean step() time %.3f s over %zu steps exceeds the budget of %.3f s",
                     mean, step_seconds_.size(), options_.step_budget_s);
       return Failure{"step_too_slow", text};
+    }
+    return std::nullopt;
+  }
+
+  // solution_wins: from each probe seed (42, 123) and the episode seed, reset a fresh instance, ask
+  // solution() for its answers and play them through the lenient wrapper as the agent would send them
+  // (games: boxed_answer; tool use: the answers are whole responses, tool calls and <answer> tags,
+  // sent as they are), at most max_turns_cap of them; the episode must end in a win (GameStep::won: the
+  // success of an agent episode). Programs without solution() pass.
+  std::optional<Failure> solution_wins() {
+    std::unique_ptr<EnvInstance> env;
+    if (auto f = fresh(&env, 4)) return f;
+    CallResult has = env->has("solution", call_time());
+    if (!has.ok()) return call_failure(has, "load_exception");
+    if (!has.value.as_bool()) return std::nullopt;
+    Game game(std::move(env));
+    std::vector<int64_t> seeds(std::begin(kProbeSeeds), std::end(kProbeSeeds));
+    if (std::find(seeds.begin(), seeds.end(), options_.episode_seed) == seeds.end()) seeds.push_back(options_.episode_seed);
+    for (int64_t seed : seeds) {
+      const std::string at = "from reset(seed=" + std::to_string(seed) + "): ";
+      std::string reason, detail;
+      game.set_call_timeout(call_time());
+      if (!game.reset(seed, &reason, &detail)) return Failure{reason, at + detail};
+      game.set_call_timeout(call_time());
+      const std::vector<std::string> answers = game.solution(&reason, &detail);
+      if (answers.empty()) {
+        if (reason == "solution_exception" || reason == "solution_bad_return")
+          return Failure{"solution_does_not_win", at + "solution() gave no answers to play: " + detail};
+        if (!reason.empty()) return Failure{reason, at + "solution(): " + detail};
+        return Failure{"solution_does_not_win", at + "solution() returned an empty list"};
+      }
+      GameStep last;
+      bool ended = false;
+      size_t played = 0;
+      for (; played < answers.size() && static_cast<int>(played) < options_.max_turns_cap && !ended; ++played) {
+        const std::string action = options_.tool_use ? answers[played] : boxed_answer(answers[played]);
+        game.set_call_timeout(call_time());
+        last = game.step(action);
+        if (!last.failure.empty())
+          return Failure{last.failure, at + "step(" + PyValue::str(action).repr(60) + ") while playing solution(): " +
+                                           last.detail};
+        ended = last.terminated || last.truncated;
+      }
+      std::string shown;
+      for (size_t i = 0; i < played; ++i) shown += (i ? ", " : "") + PyValue::str(answers[i]).repr(30);
+      const std::string answers_text = "solution() answers [" + shown + "]" +
+                                       (played < answers.size() ? " (of " + std::to_string(answers.size()) + ")" : "");
+      if (!ended)
+        return Failure{"solution_does_not_win",
+                       at + "the episode had not ended after " + answers_text +
+                           (played == answers.size() ? "" : ", the turn limit of " + std::to_string(options_.max_turns_cap)) +
+                           "; the last observation was " + PyValue::str(last.obs).repr(60)};
+      if (!last.won()) {
+        char reward[32];
+        std::snprintf(reward, sizeof reward, "%g", last.reward);
+        return Failure{"solution_does_not_win",
+                       at + answers_text + " ended the episode with reward " + reward + " (terminated " +
+                           (last.terminated ? "True" : "False") + ", truncated " + (last.truncated ? "True" : "False") +
+                           "), not a win (terminated with a reward > 0); the last observation was " +
+                           PyValue::str(last.obs).repr(60) + (last.refused.empty() ? "" : " (" + last.refused + ": " + last.detail + ")")};
+      }
     }
     return std::nullopt;
   }

@@ -28,6 +28,14 @@
 //     parameters is a JSON Schema object and each tool has a callable tool_<name>;
 //   deterministic_reset: for seeds 0, 1, 2 reset and evaluate every _message_criteria entry on _state;
 //     reject only if some criterion raises at every seed whose reset succeeded (or no reset succeeds).
+// Last, unless smoke_only (issue 17):
+//   solution_wins: when the program defines solution(), it is played from each probe seed (42, 123,
+//     and episode_seed) in a fresh instance: reset(seed), solution(), then its answers through the
+//     lenient wrapper as the agent sends them (games: boxed_answer in game.h; tool use: as they are,
+//     whole responses), at most max_turns_cap; the episode must be won as an agent episode is
+//     (GameStep::won: terminated with a reward > 0). A solution() that raises, returns no answers, or
+//     does not win from some seed rejects the program (solution_does_not_win); without solution()
+//     the gate passes.
 // Checks stop at the first failure. The whole run shares one time limit (reference: 60 s).
 //
 // Reason ids (stable): "ok"; syntax_error, load_exception, no_env_class, init_exception,
@@ -35,8 +43,8 @@
 // step_bad_arity, step_bad_type, reward_out_of_range (incl. NaN/inf), obs_too_large (an observation
 // over SandboxOptions::max_obs_chars, which the sandbox cut); truncated_first_step,
 // info_not_json, step_after_done_bad, nondeterministic, close_exception, step_too_slow,
-// tool_schema_invalid, criterion_always_raises; and the process-level ids timeout, memory, exited,
-// signal, protocol.
+// solution_does_not_win, tool_schema_invalid, criterion_always_raises; and the process-level ids
+// timeout, memory, exited, signal, protocol.
 //
 // Thread-safety: validate_game may run concurrently on one EnvServer.
 #pragma once
@@ -68,7 +76,7 @@ struct GateResult {
   std::string gate;     // "load", "interface", "reset_seed_42", "step_probes", "reset_seed_123", "lenient_play",
                         // then "episode", "step_after_done", "reset_after_done",
                         // "determinism_across_processes", "close", "step_latency"; tool use:
-                        // "tool_schemas", "deterministic_reset"
+                        // "tool_schemas", "deterministic_reset"; then "solution_wins"
   std::string verdict;  // "pass" or "fail"
   std::string reason;   // "ok" or a reason id (see above)
   std::string detail;   // readable: which call, what was wrong, the exception message

@@ -148,30 +148,34 @@ void save_checkpoint(const std::string& dir, Transformer& model, const Checkpoin
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
   if (ec) throw spade::Error(tmp + ": cannot create directory: " + ec.message());
+  try {
+    ModelConfig cfg = model->config();
+    cfg.torch_dtype = o.dtype;
+    spade::write_file_atomic((fs::path(tmp) / "config.json").string(), cfg.to_json().dump(2) + "\n");
 
-  ModelConfig cfg = model->config();
-  cfg.torch_dtype = o.dtype;
-  spade::write_file_atomic((fs::path(tmp) / "config.json").string(), cfg.to_json().dump(2) + "\n");
+    json gen = {{"do_sample", true}, {"temperature", o.temperature}, {"top_p", o.top_p}, {"top_k", o.top_k}};
+    if (cfg.bos_token_id >= 0) gen["bos_token_id"] = cfg.bos_token_id;
+    if (cfg.eos_token_ids.size() == 1) gen["eos_token_id"] = cfg.eos_token_ids[0];
+    else if (!cfg.eos_token_ids.empty()) gen["eos_token_id"] = cfg.eos_token_ids;
+    spade::write_file_atomic((fs::path(tmp) / "generation_config.json").string(), gen.dump(2) + "\n");
 
-  json gen = {{"do_sample", true}, {"temperature", o.temperature}, {"top_p", o.top_p}, {"top_k", o.top_k}};
-  if (cfg.bos_token_id >= 0) gen["bos_token_id"] = cfg.bos_token_id;
-  if (cfg.eos_token_ids.size() == 1) gen["eos_token_id"] = cfg.eos_token_ids[0];
-  else if (!cfg.eos_token_ids.empty()) gen["eos_token_id"] = cfg.eos_token_ids;
-  spade::write_file_atomic((fs::path(tmp) / "generation_config.json").string(), gen.dump(2) + "\n");
+    std::map<std::string, at::Tensor> tensors;
+    {
+      torch::NoGradGuard no_grad;
+      for (const auto& p : model->named_parameters(/*recurse=*/true)) tensors[p.key()] = p.value().detach().to(torch::kCPU, dtype);
+    }
+    write_weights(tmp, tensors, o.max_shard_size);
 
-  std::map<std::string, at::Tensor> tensors;
-  {
-    torch::NoGradGuard no_grad;
-    for (const auto& p : model->named_parameters(/*recurse=*/true)) tensors[p.key()] = p.value().detach().to(torch::kCPU, dtype);
-  }
-  write_weights(tmp, tensors, o.max_shard_size);
-
-  if (!o.tokenizer_model.empty()) {
-    // HF tokenizer.json, or SentencePiece tokenizer.model. A user's tokenizer keeps its own config and
-    // chat template; only spade's own SentencePiece tokenizers (trained without one) get ChatML's.
-    bool json_tokenizer = fs::path(o.tokenizer_model).extension() == ".json";
-    bool has_config = copy_tokenizer_files(o.tokenizer_model, json_tokenizer ? "tokenizer.json" : "tokenizer.model", tmp);
-    if (!has_config && !json_tokenizer) write_chatml_tokenizer_config(tmp);
+    if (!o.tokenizer_model.empty()) {
+      // HF tokenizer.json, or SentencePiece tokenizer.model. A user's tokenizer keeps its own config and
+      // chat template; only spade's own SentencePiece tokenizers (trained without one) get ChatML's.
+      bool json_tokenizer = fs::path(o.tokenizer_model).extension() == ".json";
+      bool has_config = copy_tokenizer_files(o.tokenizer_model, json_tokenizer ? "tokenizer.json" : "tokenizer.model", tmp);
+      if (!has_config && !json_tokenizer) write_chatml_tokenizer_config(tmp);
+    }
+  } catch (...) {
+    fs::remove_all(tmp, ec);  // a failed save leaves no half-written directory behind
+    throw;
   }
   spade::publish_directory(tmp, dir);
 }

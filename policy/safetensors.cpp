@@ -26,8 +26,8 @@ bool host_is_little_endian() {
   return *reinterpret_cast<const uint8_t*>(&one) == 1;
 }
 
-// Largest header accepted (the reference implementation uses 100 MB).
-constexpr uint64_t kMaxHeader = 100ull << 20;
+// Largest header the readers accept (the reference implementation's MAX_HEADER_SIZE).
+constexpr uint64_t kMaxHeader = 100'000'000ULL;
 
 }  // namespace
 
@@ -74,10 +74,9 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
     throw spade::Error(path + ": cannot stat: " + std::strerror(errno));
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size < 8) {
+  if (size == 0) {  // mmap refuses a length of 0
     ::close(fd);
-    throw spade::Error(path + ": truncated safetensors file (" + std::to_string(size) +
-                       " bytes; the 8-byte header length is missing)");
+    parse_safetensors_layout(nullptr, 0, path);  // throws the header_length error
   }
   void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
   ::close(fd);
@@ -86,78 +85,10 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
   f->map_size_ = size;
   const auto* bytes = static_cast<const uint8_t*>(m);
 
-  uint64_t n = 0;
-  std::memcpy(&n, bytes, 8);
-  if (n > kMaxHeader) throw spade::Error(path + ": header length " + std::to_string(n) + " is implausible (> 100 MB); not a safetensors file?");
-  if (8 + n > size)
-    throw spade::Error(path + ": truncated safetensors file: header claims " + std::to_string(n) +
-                       " bytes but the file has only " + std::to_string(size - 8) + " after the length");
-  f->data_start_ = 8 + n;
-  const uint64_t data_size = size - f->data_start_;
-
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(reinterpret_cast<const char*>(bytes + 8), reinterpret_cast<const char*>(bytes + 8 + n));
-  } catch (const std::exception& e) {
-    throw spade::Error(path + ": safetensors header is not valid JSON: " + e.what());
-  }
-  if (!header.is_object()) throw spade::Error(path + ": safetensors header must be a JSON object");
-
-  std::vector<std::pair<uint64_t, std::string>> ranges;
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    const std::string& name = it.key();
-    if (name == "__metadata__") {
-      if (it->is_object())
-        for (auto m2 = it->begin(); m2 != it->end(); ++m2)
-          f->metadata_[m2.key()] = m2->is_string() ? m2->get<std::string>() : m2->dump();
-      continue;
-    }
-    const std::string where = path + ": tensor '" + name + "'";
-    const auto& e = *it;
-    if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
-      throw spade::Error(where + ": header entry needs dtype, shape and data_offsets");
-    SafetensorsEntry entry;
-    try {
-      entry.dtype = e.at("dtype").get<std::string>();
-      entry.shape = e.at("shape").get<std::vector<int64_t>>();
-      auto off = e.at("data_offsets").get<std::vector<uint64_t>>();
-      if (off.size() != 2) throw spade::Error("data_offsets must have 2 elements");
-      entry.begin = off[0];
-      entry.end = off[1];
-    } catch (const spade::Error& err) {
-      throw spade::Error(where + ": " + err.what());
-    } catch (const std::exception& err) {
-      throw spade::Error(where + ": malformed header entry: " + err.what());
-    }
-    c10::ScalarType st2;
-    try {
-      st2 = safetensors_dtype(entry.dtype);
-    } catch (const spade::Error& err) {
-      throw spade::Error(where + ": " + err.what());
-    }
-    uint64_t numel = 1;
-    for (int64_t s : entry.shape) {
-      if (s < 0) throw spade::Error(where + ": negative dimension in shape");
-      numel *= static_cast<uint64_t>(s);
-    }
-    const uint64_t nbytes = numel * static_cast<uint64_t>(compat::element_size(st2));
-    if (entry.end < entry.begin)
-      throw spade::Error(where + ": data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) + "] are inverted");
-    if (entry.end > data_size)
-      throw spade::Error(where + ": data_offsets end " + std::to_string(entry.end) + " is beyond the data region (" +
-                         std::to_string(data_size) + " bytes): truncated file or bad offsets");
-    if (entry.end - entry.begin != nbytes)
-      throw spade::Error(where + ": data_offsets span " + std::to_string(entry.end - entry.begin) + " bytes but " +
-                         entry.dtype + " x shape needs " + std::to_string(nbytes));
-    if (nbytes > 0) ranges.emplace_back(entry.begin, name);
-    f->entries_[name] = entry;
-  }
-  std::sort(ranges.begin(), ranges.end());
-  for (size_t i = 1; i < ranges.size(); ++i) {
-    const auto& prev = f->entries_.at(ranges[i - 1].second);
-    if (ranges[i].first < prev.end)
-      throw spade::Error(path + ": tensors '" + ranges[i - 1].second + "' and '" + ranges[i].second + "' overlap");
-  }
+  SafetensorsLayout layout = parse_safetensors_layout(bytes, size, path);
+  f->data_start_ = layout.data_start;
+  f->entries_ = std::move(layout.tensors);
+  f->metadata_ = std::move(layout.metadata);
   return f;
 }
 
@@ -223,8 +154,11 @@ void write_safetensors(const std::string& path, const std::map<std::string, at::
     data.push_back(t);
   }
   std::string h = header.dump();
-  h.append((8 - h.size() % 8) % 8, ' ');  // data region starts 8-byte aligned
+  h.append((8 - h.size() % 8) % 8, ' ');  // data region starts 8-byte aligned; spaces are the only padding
   const uint64_t n = h.size();
+  if (n > kMaxHeader)
+    throw spade::Error(path + ": the header would be " + std::to_string(n) +
+                       " bytes, over the 100,000,000-byte limit of safetensors readers; write fewer tensors per file");
 
   const std::string tmp = path + ".tmp";
   {

@@ -1,8 +1,9 @@
 // safetensors reading and writing (format: https://github.com/huggingface/safetensors, trainer-anchors §6):
 //   u64 little-endian header length N | N bytes of JSON {name: {dtype, shape, data_offsets: [b, e]},
-//   "__metadata__": {str: str}?} | data region (offsets relative to its start).
-// Reading memory-maps the file and checks every tensor's byte range against dtype x shape and the file
-// size. Thread safety: a SafetensorsFile is immutable after open(); concurrent get() calls are safe.
+//   "__metadata__": {str: str}?} padded with spaces | data region (offsets relative to its start).
+// Reading memory-maps the file and validates it as the reference implementation does, every rule a
+// named error (policy/safetensors_header.h lists them). Writing produces files that pass every rule.
+// Thread safety: a SafetensorsFile is immutable after open(); concurrent get() calls are safe.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -13,22 +14,17 @@
 #include <string>
 #include <vector>
 
-namespace spade::policy {
+#include "policy/safetensors_header.h"
 
-/// One tensor's header entry.
-struct SafetensorsEntry {
-  std::string dtype;            // "F32", "BF16", "F16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL"
-  std::vector<int64_t> shape;
-  uint64_t begin = 0, end = 0;  // byte range within the data region
-};
+namespace spade::policy {
 
 /// A memory-mapped, validated safetensors file.
 class SafetensorsFile {
  public:
-  /// Maps and validates `path`. Throws spade::Error naming the file (and tensor) when the file is
-  /// missing, shorter than its header claims, the header is not valid JSON, a dtype is unknown, an
-  /// offset range is inverted, outside the data region or disagrees with dtype x shape, or two
-  /// tensors overlap.
+  /// Maps and validates `path` (parse_safetensors_layout: header length, JSON object padded with
+  /// spaces only, no duplicate keys, __metadata__ a string map, integer shapes and offsets, sizes
+  /// without overflow, offsets tiling the data region). Throws spade::Error naming the file, the
+  /// tensor or key and the rule broken, or when the file is missing or cannot be mapped.
   static std::shared_ptr<SafetensorsFile> open(const std::string& path);
 
   ~SafetensorsFile();
@@ -61,10 +57,12 @@ class SafetensorsFile {
 /// Reads every tensor of a file (views as in SafetensorsFile::get). Errors as SafetensorsFile::open.
 std::map<std::string, at::Tensor> read_safetensors(const std::string& path);
 
-/// Writes `tensors` (any device; made contiguous and copied to CPU) to `path`: names sorted, header
-/// padded with spaces to a multiple of 8 bytes, "__metadata__" = metadata (default {"format": "pt"}).
-/// Written to `path`.tmp then renamed, so readers never see a partial file. Throws spade::Error on I/O
-/// failure or an unsupported dtype (naming the tensor).
+/// Writes `tensors` (any device; made contiguous and copied to CPU) to `path`: names sorted, data in
+/// that order from offset 0 without gaps, header padded with spaces to a multiple of 8 bytes,
+/// "__metadata__" = metadata (default {"format": "pt"}), so the file passes every rule of
+/// parse_safetensors_layout. Written to `path`.tmp then renamed, so readers never see a partial file.
+/// Throws spade::Error on I/O failure, an unsupported dtype (naming the tensor), the name
+/// "__metadata__", or a header over the readers' 100,000,000-byte limit.
 void write_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,
                        const std::map<std::string, std::string>& metadata = {{"format", "pt"}});
 

@@ -7,12 +7,26 @@
 #include "common/error.h"
 
 namespace spade::reward {
+namespace {
+
+// Throws the non_finite_reward error for `value` unless it is finite; `which` names the input.
+void require_finite(double value, const std::string& which) {
+  if (std::isfinite(value)) return;
+  throw spade::Error(which + " is " + std::to_string(value) +
+                     ": advantages need finite rewards (a NaN or infinite reward from an environment is refused "
+                     "where it enters, envsandbox::Game::step's reward_not_finite, and must never reach here) "
+                     "[non_finite_reward]");
+}
+
+}  // namespace
 
 std::vector<double> group_advantages(const std::vector<double>& rewards, double eps, bool scale_by_std) {
   const size_t n = rewards.size();
+  for (size_t i = 0; i < n; ++i) require_finite(rewards[i], "group_advantages: reward " + std::to_string(i));
+  if (!(eps >= 0.0) || !std::isfinite(eps))
+    throw spade::Error("group_advantages: eps must be finite and >= 0, got " + std::to_string(eps));
   std::vector<double> out(n, 0.0);
   if (n < 2) return out;  // size 0 or 1: no baseline to compare against
-  if (!(eps >= 0.0)) throw spade::Error("group_advantages: eps must be >= 0, got " + std::to_string(eps));
   double mean = 0.0;
   for (double r : rewards) mean += r;
   mean /= static_cast<double>(n);
@@ -33,6 +47,9 @@ std::vector<double> actor_advantages(const std::vector<double>& rewards, const s
     throw spade::Error("actor_advantages: " + std::to_string(rewards.size()) + " rewards but " +
                        std::to_string(group_ids.size()) + " group ids");
   }
+  for (size_t i = 0; i < rewards.size(); ++i)
+    require_finite(rewards[i], "actor_advantages: the reward of play " + std::to_string(i) + " (environment '" +
+                                   group_ids[i] + "')");
   std::map<std::string, std::vector<size_t>> groups;
   for (size_t i = 0; i < rewards.size(); ++i) groups[group_ids[i]].push_back(i);
   std::vector<double> out(rewards.size(), 0.0);
@@ -48,13 +65,18 @@ std::vector<double> actor_advantages(const std::vector<double>& rewards, const s
 
 double designer_reward_scale(int64_t n_actor_samples, int64_t n_env_samples, int64_t k, double cap) {
   if (k <= 0) throw spade::Error("designer_reward_scale: k must be > 0, got " + std::to_string(k));
-  if (!(cap > 0.0)) throw spade::Error("designer_reward_scale: cap must be > 0, got " + std::to_string(cap));
+  if (!(cap > 0.0) || !std::isfinite(cap))
+    throw spade::Error("designer_reward_scale: cap must be finite and > 0, got " + std::to_string(cap));
   if (n_actor_samples <= 0 || n_env_samples <= 0) return 1.0;
   const double s = static_cast<double>(n_actor_samples) / static_cast<double>(n_env_samples) * static_cast<double>(k);
   return std::min(s, cap);
 }
 
 std::vector<double> designer_advantages(const std::vector<DesignerSample>& samples, double scale) {
+  for (size_t i = 0; i < samples.size(); ++i)
+    require_finite(samples[i].reward, "designer_advantages: the reward of sample " + std::to_string(i) + " (skill '" +
+                                          samples[i].skill + "')");
+  if (!std::isfinite(scale)) throw spade::Error("designer_advantages: scale must be finite, got " + std::to_string(scale));
   std::map<std::string, std::pair<double, int64_t>> sums;  // skill -> (sum, count)
   for (const auto& s : samples) {
     auto& e = sums[s.skill];

@@ -53,6 +53,19 @@ SkillEma& LearningPotentialTracker::at(const std::string& skill) {
 
 double LearningPotentialTracker::update(const std::string& skill, double r) { return at(skill).update(r); }
 
+void LearningPotentialTracker::update_round(const std::vector<std::pair<std::string, double>>& env_means) {
+  std::map<std::string, std::pair<double, int>> sums;  // skill -> (sum, count)
+  for (const auto& [skill, r] : env_means) {
+    if (!std::isfinite(r))
+      throw spade::Error("learning potential: non-finite mean return " + std::to_string(r) + " for skill '" + skill +
+                         "'");
+    auto& [sum, n] = sums[skill];
+    sum += r;
+    ++n;
+  }
+  for (const auto& [skill, sn] : sums) update(skill, sn.first / sn.second);
+}
+
 const SkillEma* LearningPotentialTracker::find(const std::string& skill) const {
   auto it = skills_.find(skill);
   return it == skills_.end() ? nullptr : &it->second;

@@ -16,6 +16,8 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace spade::reward {
 
@@ -63,6 +65,11 @@ class LearningPotentialTracker {
  public:
   explicit LearningPotentialTracker(const LearningPotentialConfig& config = {});
   double update(const std::string& skill, double r);
+  /// One scoring round (paper Sec. 7.2): `env_means` holds (skill, mean actor return of one environment
+  /// over its window) for every environment scored this round; each skill's EMAs fold in ONE value, the
+  /// mean over that skill's environments (r_bar_{A,t}(s)), whatever its number of environments.
+  /// Non-finite means throw spade::Error naming the skill. Skills absent this round are left as they are.
+  void update_round(const std::vector<std::pair<std::string, double>>& env_means);
   /// mu_slow of the skill; 0 for an unseen skill.
   double baseline(const std::string& skill) const;
   /// Nullptr for an unseen skill.

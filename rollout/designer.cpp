@@ -25,7 +25,7 @@ std::vector<ChatCompletion> complete_chats(PolicyRef policy,
     out[i].prompt_ids = policy.chat.render(chats[i], /*add_generation_prompt=*/true);
     prompts.push_back(out[i].prompt_ids);
   }
-  params.stop_token_ids = {policy.chat.eos_id()};
+  params.stop_token_ids = policy.stop_token_ids();  // the end of turn and every eos id of the checkpoint
   std::vector<GenerationResult> gens = generate(policy.model, prompts, params, seed, max_batch);
   for (size_t i = 0; i < chats.size(); ++i) {
     out[i].output = std::move(gens[i]);

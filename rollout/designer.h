@@ -18,7 +18,7 @@ namespace spade::rollout {
 struct ChatCompletion {
   std::vector<int64_t> prompt_ids;
   GenerationResult output;
-  std::string text;   // decoded output without the EOS token
+  std::string text;   // decoded output without the stop (EOS) token
   double temperature = 1.0;  // the temperature the output's logprobs were computed at (greedy: 1)
   /// The (prompt, response) as a training sample: prompt mask 0, response mask 1 with logprobs, and
   /// the sampling temperature so the trainer recomputes logprobs the same way.
@@ -26,7 +26,8 @@ struct ChatCompletion {
 };
 
 /// Renders each message list with the generation prompt and samples one completion per prompt in
-/// batches of `max_batch`. EOS is the chat template's end-of-turn token.
+/// batches of `max_batch`. A completion stops on PolicyRef::stop_token_ids() (the chat template's
+/// end of turn and every eos id of the checkpoint); `text` leaves the stop id out.
 std::vector<ChatCompletion> complete_chats(PolicyRef policy,
                                            const std::vector<std::vector<policy::ChatMessage>>& chats,
                                            SamplingParams params, uint64_t seed, int max_batch);

@@ -1,6 +1,7 @@
 #include "rollout/episode.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <optional>
 
@@ -18,6 +19,7 @@ struct LiveEpisode {
   size_t index;                              // into specs/results
   std::unique_ptr<envsandbox::Game> game;
   size_t seq = 0;                            // its sequence in the GenerationSession
+  std::chrono::steady_clock::time_point started;  // after its reset (EpisodeOptions::episode_timeout_s)
 };
 
 }  // namespace
@@ -52,11 +54,15 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
     r.sample.append_context(policy.chat.render(
         {{"system", agent_system_prompt()}, {"user", agent_first_turn(*obs, spec.hint)}},
         /*add_generation_prompt=*/true));
-    live.push_back({i, std::move(game), session.add_sequence(r.sample.tokens)});
+    live.push_back({i, std::move(game), session.add_sequence(r.sample.tokens), std::chrono::steady_clock::now()});
   }
   auto finish = [&](LiveEpisode& e) { session.release(e.seq); };
+  auto over_time = [&](const LiveEpisode& e) {
+    return options.episode_timeout_s > 0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - e.started).count() > options.episode_timeout_s;
+  };
   SamplingParams params = options.sampling;
-  params.stop_token_ids = {policy.chat.eos_id()};
+  params.stop_token_ids = policy.stop_token_ids();  // the end of turn and every eos id of the checkpoint
 
   // Turn `turn` of episode e, or nullopt when the episode ends before it: the turn limit (truncated),
   // full context (truncated) or a per-turn budget min(cap, context_left - reserve) (reference §3) that
@@ -93,12 +99,19 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
       finish(e);
       return std::nullopt;
     }
+    if (over_time(e)) {  // the play's wall clock ran out: truncated before the step, reward 0
+      r.truncated = true;
+      r.failure = "episode_timeout";
+      finish(e);
+      return std::nullopt;
+    }
     std::vector<int64_t> text_ids(out.tokens.begin(), out.tokens.end() - 1);  // drop EOS
     const std::string response = policy.tokenizer.decode(text_ids);
     const std::string action = parse_action(response);
     r.actions.push_back(action);
     envsandbox::GameStep step = e.game->step(action);
     if (!step.failure.empty()) r.failure = step.failure;
+    else if (!step.refused.empty()) r.failure = step.refused;  // e.g. reward_not_finite; reward -1 below
     if (step.terminated || step.truncated || !step.failure.empty()) {
       r.terminated = step.terminated;
       r.truncated = step.truncated;
@@ -107,8 +120,13 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
       return std::nullopt;
     }
     // The observation answers a tool call as a `tool` turn, else as a `user` turn; the chat template
-    // renders either in the checkpoint's format (policy/chat_template.h: role mapping).
-    const std::vector<int64_t> obs_ids = policy.chat.ids_for_turn(has_tool_call(response) ? "tool" : "user", step.obs);
+    // renders either in the checkpoint's format (policy/chat_template.h: role mapping). A turn that
+    // stopped on another eos id of the checkpoint (e.g. Qwen3's <|endoftext|>) is first closed with the
+    // template's end of turn, so the history stays in the chat format (the sampled id is kept).
+    std::vector<int64_t> obs_ids;
+    if (out.tokens.back() != policy.chat.eos_id()) obs_ids = policy.chat.close_turn_ids();
+    const std::vector<int64_t> turn_ids = policy.chat.ids_for_turn(has_tool_call(response) ? "tool" : "user", step.obs);
+    obs_ids.insert(obs_ids.end(), turn_ids.begin(), turn_ids.end());
     r.sample.append_context(obs_ids);
     session.append(e.seq, obs_ids);
     if (session.tokens(e.seq).size() != r.sample.tokens.size())

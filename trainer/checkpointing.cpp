@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "common/atomic_file.h"
+#include "common/output_path.h"
 #include "common/error.h"
 #include "common/strings.h"
 #include "policy/checkpoint.h"
@@ -139,7 +140,7 @@ SelfPlayState load_trainer_state(const std::string& checkpoint_dir, torch::optim
 }
 
 void export_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir, const std::string& dtype,
-                       uint64_t max_shard_size) {
+                       uint64_t max_shard_size, bool overwrite) {
   if (dtype != "fp32" && dtype != "bf16")
     throw Error("export: --dtype must be fp32 or bf16, not '" + dtype + "'");
   const fs::path src = fs::weakly_canonical(checkpoint_dir);
@@ -150,12 +151,18 @@ void export_checkpoint(const std::string& checkpoint_dir, const std::string& out
   const std::string rel = out.lexically_relative(src).string();
   if (out == src || (!rel.empty() && rel != "." && !starts_with(rel, "..")))
     throw Error("export: --out " + out_dir + " must lie outside the checkpoint " + checkpoint_dir);
+  OutputRule rule;
+  rule.what = "export --out";
+  rule.overwrite = overwrite;
+  rule.inputs = {checkpoint_dir};
+  StagedDir staged(out_dir, rule);  // refuses before the weights are read
   policy::Transformer model = load_training_policy(src.string());
   policy::CheckpointSaveOptions options;
   options.dtype = dtype == "bf16" ? "bfloat16" : "float32";
   options.tokenizer_model = policy::Tokenizer::file_in_dir(src.string());  // tokenizer.json or .model; "" if none
   if (max_shard_size > 0) options.max_shard_size = max_shard_size;
-  policy::save_checkpoint(out.string(), model, options);
+  policy::save_checkpoint(staged.path(), model, options);
+  staged.commit();
 }
 
 }  // namespace spade::trainer

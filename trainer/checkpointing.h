@@ -61,10 +61,13 @@ SelfPlayState load_trainer_state(const std::string& checkpoint_dir, torch::optim
 /// model.safetensors in `dtype` ("fp32" or "bf16"; bf16 is rounded once from the fp32 weights when the
 /// checkpoint keeps them), or shards + model.safetensors.index.json when the weights exceed
 /// `max_shard_size` bytes (policy::CheckpointSaveOptions::max_shard_size; default 0 = its default,
-/// transformers' "5GB"), and the tokenizer files; no trainer state. Published atomically.
-/// Throws spade::Error for a bad dtype, an unreadable source, or `out_dir` equal to or inside
-/// `checkpoint_dir`.
+/// transformers' "5GB"), and the tokenizer files; no trainer state. Written in a temporary sibling
+/// of `out_dir` and renamed over it (common/output_path.h): a failure leaves an old `out_dir` whole.
+/// An existing non-empty `out_dir` is replaced only with `overwrite`, and never when it is or holds
+/// the checkpoint, a run directory or the working directory; its parent must exist.
+/// Throws spade::Error for a bad dtype, an unreadable source, `out_dir` equal to or inside
+/// `checkpoint_dir`, or an `out_dir` the rule refuses (before anything is read or written).
 void export_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir, const std::string& dtype,
-                       uint64_t max_shard_size = 0);
+                       uint64_t max_shard_size = 0, bool overwrite = false);
 
 }  // namespace spade::trainer

@@ -4,9 +4,12 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "common/atomic_file.h"
+#include "common/edit_distance.h"
 #include "common/error.h"
 #include "trainer/device.h"
 
@@ -95,6 +98,9 @@ void visit_fields(Config& c, F&& f) {
   f("reward.designer_scale_cap", c.reward.designer_scale_cap);
   f("reward.ema_fast", c.reward.ema_fast);
   f("reward.ema_slow", c.reward.ema_slow);
+  f("reward.frontier_weight", c.reward.frontier_weight);
+  f("reward.frontier_scale", c.reward.frontier_scale);
+  f("reward.lp_variance_bonus", c.reward.lp_variance_bonus);
   f("loss.eps_low", c.loss.eps_low);
   f("loss.eps_high", c.loss.eps_high);
   f("loss.dual_clip_c", c.loss.dual_clip_c);
@@ -146,22 +152,58 @@ void visit_fields(Config& c, F&& f) {
   f("distributed.timeout_s", c.distributed.timeout_s);
 }
 
+// Sets one field from a node; `where` ("FILE:LINE" or "--set KEY=VALUE") starts its error messages.
 using Setter = std::function<void(const YAML::Node&, const std::string& where)>;
+
+// What a field of type T accepts, as the error for a value of the wrong type words it.
+template <class T>
+const char* expected_type() {
+  if constexpr (std::is_same_v<T, bool>) return "a boolean (true or false)";
+  else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T>) return "a non-negative integer";
+  else if constexpr (std::is_integral_v<T>) return "an integer";
+  else if constexpr (std::is_floating_point_v<T>) return "a number";
+  else if constexpr (std::is_same_v<T, std::string>) return "a string";
+  else return "a list of strings, e.g. [a, b]";
+}
+
+// What `node` holds, for an error message: 'text' for a scalar, else its kind.
+std::string describe_value(const YAML::Node& node) {
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a mapping";
+  return "an empty value";
+}
+
+// "FILE:LINE" of a node read from FILE (yaml-cpp's marks are 0-based, -1 when unknown).
+std::string at(const std::string& file, const YAML::Mark& mark) {
+  return mark.line >= 0 ? file + ":" + std::to_string(mark.line + 1) : file;
+}
 
 template <class T>
 Setter make_setter(T& field, const std::string& key) {
   return [&field, key](const YAML::Node& node, const std::string& where) {
-    try {
-      if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-        if (node.IsNull()) { field.clear(); return; }
-        if (!node.IsSequence()) throw YAML::Exception(node.Mark(), "expected a list");
-      } else {
-        if (!node.IsScalar()) throw YAML::Exception(node.Mark(), "expected a single value");
+    bool ok = false;
+    if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+      if (node.IsNull()) {
+        field.clear();
+        return;
       }
-      field = node.as<T>();
-    } catch (const YAML::Exception& e) {
-      throw Error(where + ": key '" + key + "' has a value of the wrong type (" + e.msg + ")");
+      if (node.IsSequence()) {
+        ok = true;
+        for (const YAML::Node& item : node) ok &= item.IsScalar();
+      }
+    } else {
+      ok = node.IsScalar();
     }
+    if (ok) {
+      try {
+        field = node.as<T>();
+        return;
+      } catch (const YAML::Exception&) {
+      }
+    }
+    throw Error(where + ": " + key + " expects " + expected_type<T>() + ", got " +
+                describe_value(node));
   };
 }
 
@@ -169,6 +211,32 @@ std::map<std::string, Setter> setters(Config& c) {
   std::map<std::string, Setter> out;
   visit_fields(c, [&](const std::string& key, auto& field) { out[key] = make_setter(field, key); });
   return out;
+}
+
+// Every section ("selfplay", "selfplay.agent", ...) that holds a key of `set`.
+std::set<std::string> sections_of(const std::map<std::string, Setter>& set) {
+  std::set<std::string> out;
+  for (const auto& [key, _] : set)
+    for (size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1))
+      out.insert(key.substr(0, dot));
+  return out;
+}
+
+// The error for `key`, which is no key of `set`: a section named as a key, or an unknown name with the
+// closest valid one (keys, and in a file sections too, since a file can misspell a section's name).
+Error unknown_key(const std::string& where, const std::string& key, const std::map<std::string, Setter>& set,
+                  bool sections_allowed) {
+  const std::set<std::string> sections = sections_of(set);
+  if (sections.count(key))
+    return Error(where + ": '" + key + "' is a section, not a key: set one of its keys, e.g. " + key + "." +
+                 set.lower_bound(key + ".")->first.substr(key.size() + 1) +
+                 " (`spade config show` lists every key)");
+  std::vector<std::string> names;
+  for (const auto& [k, _] : set) names.push_back(k);
+  if (sections_allowed) names.insert(names.end(), sections.begin(), sections.end());
+  const std::string hint = did_you_mean(key, names);
+  return Error(where + ": unknown config key '" + key + "'" +
+               (hint.empty() ? " (`spade config show` lists every valid key)" : hint));
 }
 
 void apply_node(const YAML::Node& node, const std::string& prefix, std::map<std::string, Setter>& set,
@@ -179,18 +247,19 @@ void apply_node(const YAML::Node& node, const std::string& prefix, std::map<std:
     const YAML::Node& value = it->second;
     auto found = set.find(key);
     if (found != set.end()) {
-      found->second(value, where);
+      found->second(value, at(where, value.Mark()));
       continue;
     }
-    if (value.IsMap()) {
-      bool is_section = false;
-      for (auto& [k, _] : set) is_section |= k.rfind(key + ".", 0) == 0;
-      if (is_section) {
-        apply_node(value, key, set, where);
-        continue;
-      }
+    const auto first_inside = set.lower_bound(key + ".");
+    const bool is_section = first_inside != set.end() && first_inside->first.rfind(key + ".", 0) == 0;
+    if (is_section && value.IsMap()) {
+      apply_node(value, key, set, where);
+      continue;
     }
-    throw Error(where + ": unknown key '" + key + "' (`spade config show` lists every valid key)");
+    if (is_section)
+      throw Error(at(where, it->first.Mark()) + ": '" + key + "' is a section: it holds keys (e.g. " +
+                  first_inside->first + "), got " + describe_value(value));
+    throw unknown_key(at(where, it->first.Mark()), key, set, /*sections_allowed=*/true);
   }
 }
 
@@ -201,7 +270,7 @@ void apply_overrides(const std::vector<std::string>& overrides, std::map<std::st
       throw Error("--set " + o + ": expected KEY=VALUE, e.g. --set selfplay.steps=8");
     const std::string key = o.substr(0, eq);
     auto found = set.find(key);
-    if (found == set.end()) throw Error("--set " + o + ": unknown key '" + key + "'");
+    if (found == set.end()) throw unknown_key("--set " + o, key, set, /*sections_allowed=*/false);
     YAML::Node value;
     try {
       value = YAML::Load(o.substr(eq + 1));
@@ -310,12 +379,15 @@ void validate(const Config& c) {
           "sandbox.namespaces", "auto, require or off");
   require(c.sandbox.memory_limit_mb >= 16, "sandbox.memory_limit_mb", ">= 16");
   require(c.sandbox.cpu_limit_s >= 1, "sandbox.cpu_limit_s", ">= 1");
+  require(c.sandbox.episode_timeout_s >= 0, "sandbox.episode_timeout_s", ">= 0 seconds (0: no limit)");
   require(c.sandbox.pool_memory_mb >= 0, "sandbox.pool_memory_mb", ">= 0 (0: half of MemTotal)");
   require(c.sandbox.spare_children >= 0 && c.sandbox.spare_children <= 64, "sandbox.spare_children", "in [0, 64]");
   require(c.sandbox.preload_spares >= 0 && c.sandbox.preload_spares <= 64, "sandbox.preload_spares", "in [0, 64]");
   require(c.sandbox.spin_us >= 0 && c.sandbox.spin_us <= 10000, "sandbox.spin_us", "in [0, 10000] microseconds");
   require(c.sandbox.max_obs_chars >= 256, "sandbox.max_obs_chars", ">= 256");
   require(c.reward.regret_scale > 0, "reward.regret_scale", "> 0");
+  require(c.reward.frontier_weight >= 0, "reward.frontier_weight", ">= 0 (0: off, as in the paper)");
+  require(c.reward.frontier_scale > 0, "reward.frontier_scale", "> 0");
   require(c.corpus.max_words >= 1, "corpus.max_words", ">= 1");
   require(c.loss.kl_coef >= 0.0, "loss.kl_coef", ">= 0");
   require(c.loss.max_len >= 0, "loss.max_len", ">= 0 (0: the longest row of the batch)");

@@ -108,6 +108,11 @@ struct RewardYaml {
                                    // filtering; trainer-anchors §2). trainer/batch_filters.h
   double designer_scale_cap = 50;  // S = min(N_actor / N_env * k, 50)
   double ema_fast = 0.98, ema_slow = 0.85;
+  // Auxiliary designer terms, off in every paper run (SPADE App. F.2): the blend's frontier term
+  // frontier_weight * -(w - 0.5)^2 / frontier_scale, and the learning_potential variant's solver-variance
+  // bonus exp(-(var - 0.25)^2 / 0.02) (reward/designer_reward.h).
+  double frontier_weight = 0.0, frontier_scale = 0.08;
+  bool lp_variance_bonus = false;
 };
 
 struct LossYaml {
@@ -151,7 +156,7 @@ struct OptimConfig {
 // Environment sandbox (envsandbox/sandbox.h SandboxOptions documents each field and its default).
 struct SandboxYaml {
   double load_timeout_s = 30, call_timeout_s = 30;   // reference §4: env step/load 30 s
-  double episode_timeout_s = 300;                     // one play 300 s
+  double episode_timeout_s = 300;                     // one play's wall clock, 300 s (reference); 0 = none
   int memory_limit_mb = 1024;                         // RLIMIT_AS headroom per environment
   int cpu_limit_s = 60;                               // RLIMIT_CPU per environment
   std::string namespaces = "auto";                    // auto | require | off (bubblewrap layer)
@@ -214,9 +219,12 @@ struct Config {
   DistributedYaml distributed;   // used only when launched with several ranks (trainer/distributed.h)
 };
 
-/// Loads `path` (YAML) over the defaults. Throws spade::Error naming the file and key for an
-/// unknown key, a wrong type, or unparseable YAML. `overrides` are "a.b=value" strings (--set),
-/// applied after the file; an unknown key there is an error too.
+/// Loads `path` (YAML) over the defaults. Throws spade::Error naming the file and line for unparseable
+/// YAML; for an unknown key, the key and the closest valid key or section when one is near
+/// ("x.yaml:3: unknown config key 'selfplay.stpes'; did you mean 'selfplay.steps'?", by
+/// common/edit_distance.h); for a value of the wrong type, the key and what it expects
+/// ("x.yaml:3: selfplay.steps expects an integer, got 'abc'"). `overrides` are "a.b=value" strings
+/// (--set), applied after the file; their errors start "--set a.b=value: " instead of FILE:LINE.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 /// Same, from YAML text (`source_name` is used in error messages).

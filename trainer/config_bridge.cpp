@@ -25,6 +25,8 @@ reward::BlendConfig blend_config(const RewardYaml& r) {
   b.plateau_weight = r.w_anchor;
   b.regret_scale = r.regret_scale;
   b.plateau = {r.plateau_low, r.plateau_high, r.plateau_ramp};
+  b.frontier_weight = r.frontier_weight;
+  b.frontier_scale = r.frontier_scale;
   return b;
 }
 
@@ -32,6 +34,7 @@ reward::DesignerRewardConfig designer_reward_config(const RewardYaml& r) {
   reward::DesignerRewardConfig c;
   c.variant = reward::parse_designer_reward(r.designer_reward);
   c.blend = blend_config(r);
+  c.solver_variance = r.lp_variance_bonus;
   return c;
 }
 
@@ -54,6 +57,7 @@ rollout::EpisodeOptions episode_options(const Config& c) {
   o.max_batch = c.selfplay.max_batch;
   o.sampling.max_tokens_in_flight = c.selfplay.max_tokens_in_flight;
   o.max_turns_cap = c.selfplay.max_turns;
+  o.episode_timeout_s = c.sandbox.episode_timeout_s;
   return o;
 }
 

@@ -148,15 +148,60 @@ std::vector<std::string> default_corpus_sources() {
   return out;
 }
 
+namespace {
+
+bool reads(const fs::path& file, CorpusInputs inputs) {
+  const std::string ext = file.extension().string();
+  return ext == ".py" || (inputs == CorpusInputs::python_and_text && (ext == ".txt" || ext == ".md"));
+}
+
+// A Markdown file's text without a leading YAML front matter block ("---" line ... "---" line).
+std::string strip_front_matter(const std::string& text) {
+  if (!starts_with(text, "---\n") && !starts_with(text, "---\r\n")) return text;
+  const size_t end = text.find("\n---", 3);
+  if (end == std::string::npos) return text;
+  const size_t after = text.find('\n', end + 4);
+  return after == std::string::npos ? "" : text.substr(after + 1);
+}
+
+// The document text of `file`, or the reason it has none.
+bool document_text(const fs::path& file, std::string* text, std::string* why_not) {
+  std::string contents;
+  try {
+    contents = read_file(file.string());
+  } catch (const Error& e) {
+    *why_not = std::string("unreadable: ") + e.what();
+    return false;
+  }
+  if (!is_valid_utf8(contents)) {
+    *why_not = "not valid UTF-8";
+    return false;
+  }
+  if (file.extension() == ".py") {
+    if (extract_docstrings(contents, text)) return true;
+    *why_not = "unterminated triple-quoted string";
+    return false;
+  }
+  *text = trim(file.extension() == ".md" ? strip_front_matter(contents) : contents);
+  return true;
+}
+
+}  // namespace
+
 CorpusBuildStats build_corpus(const std::vector<std::string>& from, const std::string& out_path,
-                              int max_words, int min_words) {
+                              int max_words, int min_words, CorpusInputs inputs) {
   CorpusBuildStats stats;
   std::vector<std::pair<fs::path, fs::path>> files;  // (root, file)
   for (const std::string& src : from) {
     fs::path root(src);
     if (!fs::exists(root)) throw Error("corpus build: source path does not exist: " + src);
     if (fs::is_regular_file(root)) {
-      files.emplace_back(root.parent_path(), root);
+      if (reads(root, inputs)) {
+        files.emplace_back(root.parent_path(), root);
+      } else {
+        stats.skipped.push_back({root.string(), inputs == CorpusInputs::python ? "not a .py file"
+                                                                               : "not a .py, .txt or .md file"});
+      }
       continue;
     }
     for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied);
@@ -165,27 +210,30 @@ CorpusBuildStats build_corpus(const std::vector<std::string>& from, const std::s
         it.disable_recursion_pending();
         continue;
       }
-      if (it->is_regular_file() && it->path().extension() == ".py") files.emplace_back(root, it->path());
+      if (!it->is_regular_file()) continue;
+      if (reads(it->path(), inputs)) {
+        files.emplace_back(root, it->path());
+      } else {
+        ++stats.other_files;
+      }
     }
   }
   std::sort(files.begin(), files.end());
   std::string jsonl;
   for (auto& [root, file] : files) {
     ++stats.files_seen;
-    std::string source;
-    try {
-      source = read_file(file.string());
-    } catch (const Error&) {
+    std::string text, why_not;
+    if (!document_text(file, &text, &why_not)) {
       ++stats.skipped_unparseable;
+      stats.skipped.push_back({file.string(), why_not});
       continue;
     }
-    std::string text;
-    if (!extract_docstrings(source, &text)) {
-      ++stats.skipped_unparseable;
-      continue;
-    }
-    if (count_words(text) < static_cast<size_t>(min_words)) {
+    const size_t words = count_words(text);
+    if (words < static_cast<size_t>(min_words)) {
       ++stats.skipped_empty;
+      const char* of = file.extension() == ".py" ? " words of docstrings" : " words";
+      stats.skipped.push_back(
+          {file.string(), std::to_string(words) + of + ", fewer than the minimum " + std::to_string(min_words)});
       continue;
     }
     text = truncate_words(text, static_cast<size_t>(max_words), kTruncationMarker);
@@ -193,9 +241,19 @@ CorpusBuildStats build_corpus(const std::vector<std::string>& from, const std::s
     jsonl += json{{"id", id}, {"text", text}, {"source", file.string()}}.dump() + "\n";
     ++stats.documents;
   }
-  if (stats.documents == 0)
+  std::sort(stats.skipped.begin(), stats.skipped.end(),
+            [](const SkippedFile& a, const SkippedFile& b) { return a.path < b.path; });
+  if (stats.documents == 0) {
+    const std::string kinds = inputs == CorpusInputs::python ? ".py" : ".py, .txt and .md";
+    std::string why;
+    for (size_t i = 0; i < stats.skipped.size() && i < 5; ++i)
+      why += (i ? "; " : "") + stats.skipped[i].path + ": " + stats.skipped[i].reason;
+    if (stats.skipped.size() > 5) why += "; and " + std::to_string(stats.skipped.size() - 5) + " more";
     throw Error("corpus build: no document with at least " + std::to_string(min_words) +
-                " words of documentation under the given sources");
+                " words of documentation under the given sources" + (why.empty() ? "" : "; skipped " + why) +
+                " (files read: " + std::to_string(stats.files_seen) + "; files of other types, not read: " +
+                std::to_string(stats.other_files) + "; it reads " + kinds + ")");
+  }
   write_file_atomic(out_path, jsonl);
   return stats;
 }

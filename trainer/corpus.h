@@ -15,15 +15,30 @@ struct Document {
   std::string source;
 };
 
+/// A file build_corpus read (or was named) but made no document of, and why.
+struct SkippedFile {
+  std::string path;
+  std::string reason;  // e.g. "not valid UTF-8", "12 words of docstrings, fewer than the minimum 20"
+};
+
 struct CorpusBuildStats {
-  int64_t files_seen = 0;
+  int64_t files_seen = 0;           // files read: documents + skipped_empty + skipped_unparseable
   int64_t documents = 0;
   int64_t skipped_empty = 0;        // too few words of documentation
-  int64_t skipped_unparseable = 0;  // invalid UTF-8 or an unterminated string literal
+  int64_t skipped_unparseable = 0;  // unreadable, invalid UTF-8 or an unterminated string literal
+  int64_t other_files = 0;          // files of other types found under the source directories (not read)
+  std::vector<SkippedFile> skipped;  // every file read or named but not made a document, in path order
+};
+
+/// The files build_corpus reads.
+enum class CorpusInputs {
+  python,           // *.py: their docstrings (default_corpus_sources: the stdlib's LICENSE.txt is no document)
+  python_and_text,  // *.py, plus *.txt (plain text) and *.md (Markdown) whole, as written
 };
 
 /// Default inputs for `spade corpus build`: the Python standard library directory
-/// (/usr/lib/python3.X) and sympy's package directory when python3-sympy is installed.
+/// (/usr/lib/python3.X) and sympy's package directory when python3-sympy is installed. They are
+/// Python packages: build them with CorpusInputs::python.
 std::vector<std::string> default_corpus_sources();
 
 /// Extracts the docstrings of a Python source file (module, class and function docstrings: a
@@ -32,12 +47,15 @@ std::vector<std::string> default_corpus_sources();
 /// when the file cannot be parsed (invalid UTF-8, unterminated string); `out` then is unspecified.
 bool extract_docstrings(const std::string& source, std::string* out);
 
-/// Walks `from` (files or directories; *.py files, skipping test directories), makes one document
-/// per file from its docstrings capped at `max_words` words, skips files with fewer than
-/// `min_words` words, and writes JSONL lines {"id","text","source"} atomically to `out_path`.
-/// Throws spade::Error when a source path does not exist or nothing usable was found.
+/// Walks `from` (files or directories, skipping test directories) for the files `inputs` names and
+/// makes one document per file, capped at `max_words` words: a .py file's docstrings
+/// (extract_docstrings); a .txt or .md file's text (valid UTF-8; a Markdown file without its leading
+/// YAML front matter, "---" to "---", else as written). Files with fewer than `min_words` words, and
+/// named files of another type, are skipped and listed with the reason in the result; files of other
+/// types under a directory are only counted. Writes JSONL lines {"id","text","source"} atomically to
+/// `out_path`. Throws spade::Error when a source path does not exist or nothing usable was found.
 CorpusBuildStats build_corpus(const std::vector<std::string>& from, const std::string& out_path,
-                              int max_words, int min_words);
+                              int max_words, int min_words, CorpusInputs inputs = CorpusInputs::python_and_text);
 
 /// A loaded corpus. Not thread-safe (the sampler position is state).
 class Corpus {

@@ -2,6 +2,9 @@
 
 #ifdef SPADE_CUDA_ALLOCATOR_STATS
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
 #endif
 
 namespace spade::trainer {
@@ -23,6 +26,19 @@ void reset_device_memory_peaks(const c10::Device& device) {
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.has_index() ? device.index() : 0);
 #else
   (void)device;
+#endif
+}
+
+std::optional<int64_t> device_free_bytes(const c10::Device& device) {
+#ifdef SPADE_CUDA_ALLOCATOR_STATS
+  if (!device.is_cuda()) return std::nullopt;
+  c10::cuda::CUDAGuard guard(device.has_index() ? device.index() : 0);
+  size_t free_bytes = 0, total_bytes = 0;
+  C10_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return static_cast<int64_t>(free_bytes);
+#else
+  (void)device;
+  return std::nullopt;
 #endif
 }
 

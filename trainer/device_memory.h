@@ -23,4 +23,9 @@ std::optional<DeviceMemoryPeaks> device_memory_peaks(const c10::Device& device);
 /// Starts new peaks for `device` (torch.cuda.reset_peak_memory_stats); no-op where the above is nullopt.
 void reset_device_memory_peaks(const c10::Device& device);
 
+/// Bytes free on `device` now, as the driver reports them (cudaMemGetInfo, torch.cuda.mem_get_info()[0]):
+/// what a new allocation can still get, other processes' use deducted. nullopt when `device` is not a
+/// CUDA device or this build has no CUDA. Throws c10::Error for a device index that does not exist.
+std::optional<int64_t> device_free_bytes(const c10::Device& device);
+
 }  // namespace spade::trainer

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "common/error.h"
+#include "common/fnv1a.h"
 
 namespace fs = std::filesystem;
 
@@ -13,7 +14,9 @@ namespace spade::trainer {
 
 namespace {
 
-constexpr const char* kFormat = "spade-rollouts-1";
+// 2: env_source_hash is the standard FNV-1a (format 1 used an offset basis one digit short), and step,
+// rollout_id and born count from 1 as the console, metrics and checkpoint names do.
+constexpr const char* kFormat = "spade-rollouts-2";
 
 struct Column {
   const char* name;
@@ -33,8 +36,9 @@ hid_t f32() { return H5T_IEEE_F32LE; }
 const std::vector<Column>& episode_scalars() {
   static const std::vector<Column> c = {
       {"id", i64, "episode id: row index since the start of the run"},
-      {"step", i64, "rollout t whose optimizer step trained the episode (hinted plays: t they ran at)"},
-      {"rollout_id", i64, "rollout t that produced the episode (designer samples: t - k)"},
+      {"step", i64, "the step (numbered from 1, as in metrics.jsonl) whose optimizer update trained the episode "
+                    "(hinted plays: the step they ran at)"},
+      {"rollout_id", i64, "the step that produced the episode (designer samples: k steps before `step`)"},
       {"role", u8, "0 agent, 1 designer, 2 hint (root attribute role_names)"},
       {"hinted", u8, "1 for a hinted play (the hint appended to the first observation); never trained"},
       {"trained", u8, "1 when the episode was part of the optimizer batch"},
@@ -62,7 +66,7 @@ const std::vector<Ragged>& episode_ragged() {
   return c;
 }
 const std::vector<Column>& env_scalars() {
-  static const std::vector<Column> c = {{"born", i64, "rollout t of the regeneration that admitted it"},
+  static const std::vector<Column> c = {{"born", i64, "the step of the regeneration that admitted it"},
                                         {"from_seed", u8, "1 for a seed environment filling an empty slot"},
                                         {"source_hash", u64, "FNV-1a 64 of the program"}};
   return c;
@@ -99,6 +103,29 @@ void set_string_attr(hid_t obj, const char* name, const std::string& value) {
   if (H5Aexists(obj, name) > 0) H5Adelete(obj, name);
   Handle attr{H5Acreate2(obj, name, type.id, space.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
   H5Awrite(attr.id, type.id, value.c_str());
+}
+
+std::string get_string_attr(hid_t obj, const char* name) {
+  Handle attr{H5Aopen(obj, name, H5P_DEFAULT), H5Aclose};
+  if (attr.id < 0) return "";
+  Handle type{H5Aget_type(attr.id), H5Tclose};
+  if (H5Tget_class(type.id) != H5T_STRING) return "";
+  if (H5Tis_variable_str(type.id) > 0) {  // as h5py writes str attributes
+    Handle mem{H5Tcopy(H5T_C_S1), H5Tclose};
+    H5Tset_size(mem.id, H5T_VARIABLE);
+    H5Tset_cset(mem.id, H5Tget_cset(type.id));  // h5py writes UTF-8; no ASCII conversion
+    char* buf = nullptr;
+    if (H5Aread(attr.id, mem.id, &buf) < 0 || buf == nullptr) return "";
+    std::string value(buf);
+    H5free_memory(buf);
+    return value;
+  }
+  std::string value(H5Tget_size(type.id), '\0');
+  Handle mem{H5Tcopy(H5T_C_S1), H5Tclose};
+  H5Tset_size(mem.id, value.size());
+  if (H5Aread(attr.id, mem.id, value.data()) < 0) return "";
+  while (!value.empty() && value.back() == '\0') value.pop_back();
+  return value;
 }
 
 void set_int_attr(hid_t obj, const char* name, int64_t value) {
@@ -223,11 +250,7 @@ void append_text(hid_t group, const std::string& name, const std::vector<std::st
 
 }  // namespace
 
-uint64_t source_hash(const std::string& source) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : source) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
+uint64_t source_hash(const std::string& source) { return fnv1a64(source); }
 
 RolloutLog::RolloutLog(std::string path) : path_(std::move(path)) {
   if (!fs::exists(path_)) {
@@ -238,6 +261,11 @@ RolloutLog::RolloutLog(std::string path) : path_(std::move(path)) {
   if (file.id < 0) return;  // torn: truncate() / append() report or replace it
   if (H5Aexists(file.id, "format") <= 0)
     throw Error("rollouts.h5: " + path_ + " is not a spade rollouts file (no format attribute); move it away");
+  const std::string format = get_string_attr(file.id, "format");
+  if (format != kFormat)
+    throw Error("rollouts.h5: " + path_ + " has format '" + format + "', this spade writes '" + kFormat +
+                "' (its env_source_hash values differ); resume the run with the spade that wrote it, or move "
+                "the file away to start a new one");
 }
 
 void RolloutLog::append(const std::vector<EpisodeRow>& episodes, const std::vector<EnvironmentRow>& environments) {

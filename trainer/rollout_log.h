@@ -4,11 +4,12 @@
 //
 // Layout (every dataset 1-D, chunked, extendible; ragged data D has D_offsets with N + 1 entries,
 // row i spanning [D_offsets[i], D_offsets[i + 1])):
-//   /                 attrs format = "spade-rollouts-1", role_names = "agent,designer,hint", total_episodes
+//   /                 attrs format = "spade-rollouts-2", role_names = "agent,designer,hint", total_episodes
 //   /episodes/        one row per episode (agent plays, hinted plays, designer samples)
 //     id int64                  episode id (row index since the start of the run)
-//     step int64                rollout t whose update trained it (hinted plays: the t they ran at)
-//     rollout_id int64          rollout t that produced it (designer samples: t - k)
+//     step int64                the step whose update trained it, numbered from 1 as in metrics.jsonl
+//                               (hinted plays: the step they ran at)
+//     rollout_id int64          the step that produced it (designer samples: k steps before)
 //     role uint8                0 agent, 1 designer, 2 hint
 //     hinted uint8, trained uint8   a hinted play (never trained) / part of the optimizer batch
 //     rewards float64, advantages float64
@@ -17,7 +18,7 @@
 //     tokens int32 + tokens_offsets; loss_mask uint8 and rollout_logprobs float32 share tokens_offsets
 //     env_id uint8 + env_id_offsets; skill uint8 + skill_offsets     (UTF-8 text)
 //   /environments/    one row per admitted environment (designed or seed)
-//     born int64, from_seed uint8, source_hash uint64, id/skill/source/hint uint8 text + *_offsets
+//     born int64 (the step that admitted it), from_seed uint8, source_hash uint64, id/skill/source/hint uint8 text + *_offsets
 //
 // Rows are appended once per step; the file is opened and closed around each append, so between steps
 // it is always a complete HDF5 file. Not thread-safe; one writer per file.

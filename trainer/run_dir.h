@@ -1,6 +1,6 @@
 // The run directory layout (DESIGN.md, Contracts): runs/<name>/ with the resolved config,
-// metrics.jsonl, tb/ (TensorBoard), rollouts.h5, envs/, rejected/, memory.json and
-// checkpoints/step_NNNNNN/.
+// metrics.jsonl, warm_start.jsonl, summary.json, tb/ (TensorBoard), rollouts.h5, envs/, rejected/,
+// memory.json and checkpoints/step_NNNNNN/. Opening one (new, resumed, replaced): run_open.h.
 #pragma once
 #include <map>
 #include <string>
@@ -20,6 +20,8 @@ struct RunDir {
   std::string tokenizer_prefix() const { return root + "/tokenizer"; }
   std::string tb_dir() const { return root + "/tb"; }                  // TensorBoard event files
   std::string rollouts_path() const { return root + "/rollouts.h5"; }  // every episode (HDF5)
+  std::string warm_start_path() const { return root + "/warm_start.jsonl"; }  // the cold start, a line per step
+  std::string summary_path() const { return root + "/summary.json"; }  // the run so far (train.h)
   /// checkpoints/step_NNNNNN (6 digits)
   std::string checkpoint_dir(int64_t step) const;
 

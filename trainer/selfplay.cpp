@@ -9,6 +9,7 @@
 #include "common/atomic_file.h"
 #include "common/strings.h"
 #include "common/error.h"
+#include "common/fnv1a.h"
 #include "common/splitmix64.h"
 #include "reward/advantages.h"
 #include "common/process_stats.h"
@@ -38,12 +39,7 @@ double seconds_since(Clock::time_point t0) {
 // it was started from. Hash: FNV-1a, then splitmix64 (common/splitmix64.h). FNV-1a alone leaves the low bits
 // poorly mixed (the parity of "path:t:g" alternated with g, and one environment's seeds mod 3 took
 // only two values), which games that pick their instance by seed % n would show as identical plays.
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
-int64_t reset_seed(const std::string& key) { return static_cast<int64_t>(splitmix64(fnv1a(key)) % (1ULL << 31)); }
+int64_t reset_seed(const std::string& key) { return static_cast<int64_t>(splitmix64(fnv1a64(key)) % (1ULL << 31)); }
 
 double mean(const std::vector<double>& v) { return reward::mean_or_zero(v); }
 
@@ -57,7 +53,7 @@ const DistributedContext& single_process() {
 SelfPlay::SelfPlay(const Config& config, const RunDir& run, rollout::PolicyRef policy,
                    envsandbox::EnvServer& server, Corpus& corpus, const std::vector<SeedEnv>& seeds,
                    torch::optim::Optimizer& optimizer, std::function<void(const std::string&)> log,
-                   const DistributedContext* dist, policy::Transformer kl_reference)
+                   const DistributedContext* dist, policy::Transformer kl_reference, TbWriter* tb)
     : config_(config),
       run_(run),
       policy_(policy),
@@ -73,7 +69,11 @@ SelfPlay::SelfPlay(const Config& config, const RunDir& run, rollout::PolicyRef p
       rng_(config.run.seed) {
   memory_.load(run.memory_path());
   if (!dist_->is_main()) return;  // only rank 0 writes files
-  tb_ = std::make_unique<TbWriter>(run.tb_dir());
+  tb_ = tb;
+  if (!tb_) {
+    own_tb_ = std::make_unique<TbWriter>(run.tb_dir());
+    tb_ = own_tb_.get();
+  }
   rollouts_ = std::make_unique<RolloutLog>(run.rollouts_path());
 }
 
@@ -82,8 +82,8 @@ SelfPlaySummary SelfPlay::run(int64_t first) {
   for (int64_t t = first; t < config_.selfplay.steps; ++t) {
     std::map<std::string, double> m = step(t);
     if (!dist_->is_main()) continue;
-    run_.log_metrics(t, m);
-    tb_->add_scalars(t, m);
+    run_.log_metrics(t + 1, m);  // step numbers: the n-th step is n (selfplay.h)
+    tb_->add_scalars(t + 1, m);
     char line[320];
     std::snprintf(line, sizeof line,
                   "step %3lld/%d | reward %.3f | envs %d valid %.2f | regret %+.3f | blend %.3f | "
@@ -168,9 +168,9 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
     env_wins[i / sp.plays_per_env] += r.reward > 0;
     sampled_tokens += r.sample.num_trainable();
     r.sample.advantage = adv[i];
-    r.sample.rollout_id = t;
+    r.sample.rollout_id = t + 1;
     EpisodeRow row;
-    row.step = t;
+    row.step = t + 1;
     row.terminated = r.terminated;
     row.truncated = r.truncated;
     row.turns = r.turns;
@@ -187,7 +187,7 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
       double wins = 0;
       for (double r : env.window_rewards) wins += r > 0;
       memory_.add({env.path, env.skill, env.code, wins / std::max<size_t>(1, env.window_rewards.size()),
-                   env.regret, t});
+                   env.regret, t + 1});
     }
     if (dist_->is_main()) memory_.save(run_.memory_path());
     std::vector<double> regrets;
@@ -298,14 +298,14 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   for (size_t i = 0; i < batch.size(); ++i) {
     EpisodeRow row = i < static_cast<size_t>(n_designer) ? EpisodeRow{} : agent_rows[i - n_designer];
     row.sample = &batch[i];
-    row.step = t;
+    row.step = t + 1;
     row.env_source_hash = hash_of.count(batch[i].env_id) ? hash_of[batch[i].env_id] : 0;
     rows.push_back(row);
   }
   for (const rollout::EpisodeResult& r : hinted_plays_) {
     EpisodeRow row;
     row.sample = &r.sample;
-    row.step = t;
+    row.step = t + 1;
     row.hinted = true;
     row.trained = false;
     row.terminated = r.terminated;
@@ -366,7 +366,7 @@ int64_t SelfPlay::resume(const std::string& checkpoint_dir) {
   }
   if (!dist_->is_main()) return next;
   memory_.save(run_.memory_path());  // memory.json may be newer than the checkpoint: roll it back
-  if (!rollouts_->truncate(next))
+  if (!rollouts_->truncate(next + 1))  // rows of steps next + 1, ... (step numbers) are redone
     log_("rollouts.h5 was torn by the interruption: kept as rollouts.h5.corrupt, a new file started");
   return next;
 }
@@ -427,11 +427,11 @@ void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
   std::map<std::string, int64_t> rejected_now;
   for (rollout::DesignAttempt& a : attempts) {
     sampled_tokens += a.sample.num_trainable();
-    std::snprintf(name, sizeof name, "game_%05lld_%03d_%s", static_cast<long long>(t), a.slot, a.skill.c_str());
+    std::snprintf(name, sizeof name, "game_%05lld_%03d_%s", static_cast<long long>(t + 1), a.slot, a.skill.c_str());
     nlohmann::json meta = a.report.to_json();
     meta["skill"] = a.skill;
     meta["doc_id"] = a.doc_id;
-    meta["rollout"] = t;
+    meta["step"] = t + 1;
     meta["attempt"] = a.attempt;
     if (a.admitted()) {
       LiveEnv env;
@@ -439,13 +439,13 @@ void SelfPlay::regenerate(int64_t t, std::map<std::string, double>& m) {
       env.skill = a.skill;
       env.code = a.code;
       env.path = run_.envs_dir() + "/" + name + ".py";
-      env.born = t;
+      env.born = t + 1;
       if (writes) {
         write_file_atomic(env.path, a.code);
         write_file_atomic(run_.envs_dir() + "/" + name + ".json", meta.dump(2));
       }
       a.sample.env_id = env.id;
-      a.sample.rollout_id = t;
+      a.sample.rollout_id = t + 1;
       designer_buffer_.push_back(std::move(a.sample));
       live_.push_back(std::move(env));
     } else {
@@ -543,14 +543,14 @@ void SelfPlay::fill_empty_slots(int64_t t, const std::vector<std::string>& slot_
     if (same_skill.empty()) continue;
     const SeedEnv& seed = *same_skill[std::uniform_int_distribution<size_t>(0, same_skill.size() - 1)(rng_)];
     char name[128];
-    std::snprintf(name, sizeof name, "seed_%05lld_%03zu_%s_%s", static_cast<long long>(t), slot,
+    std::snprintf(name, sizeof name, "seed_%05lld_%03zu_%s_%s", static_cast<long long>(t + 1), slot,
                   seed.skill.c_str(), seed.name.c_str());
     LiveEnv env;
     env.id = name;
     env.skill = seed.skill;
     env.code = seed.code;
     env.path = seed.path;
-    env.born = t;
+    env.born = t + 1;
     env.from_seed = true;
     live_.push_back(std::move(env));
   }
@@ -578,7 +578,10 @@ std::vector<rollout::Sample> SelfPlay::delayed_designer_batch(std::map<std::stri
     ds.push_back({s.skill, r});
     blends.push_back(r);
   }
-  for (const LiveEnv& env : live_) skill_ema_.update(env.skill, mean(env.window_rewards));
+  std::vector<std::pair<std::string, double>> env_means;  // one EMA step per skill per round (Sec. 7.2)
+  for (const LiveEnv& env : live_) env_means.emplace_back(env.skill, mean(env.window_rewards));
+  skill_ema_.update_round(env_means);
+  for (const auto& [skill, ema] : skill_ema_.skills()) m["designer/lp_gap/" + skill] = ema.learning_potential();
   const int64_t n_actor = static_cast<int64_t>(live_.size()) * config_.selfplay.plays_per_env;
   const double scale = reward::designer_reward_scale(n_actor, static_cast<int64_t>(ds.size()),
                                                      config_.selfplay.k, config_.reward.designer_scale_cap);

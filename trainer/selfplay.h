@@ -37,14 +37,21 @@ class SelfPlay {
   /// given) must outlive this. `dist`: this rank's data-parallel context; null = a single process.
   /// Every rank must hold the same weights and optimizer state (train.cpp broadcasts rank 0's).
   /// `kl_reference`: the frozen reference policy, required when loss.kl_coef != 0 (else unused).
+  /// `tb`: the run's TensorBoard writer (rank 0; outlives this); null: one is opened in run.tb_dir().
   SelfPlay(const Config& config, const RunDir& run, rollout::PolicyRef policy,
            envsandbox::EnvServer& server, Corpus& corpus, const std::vector<SeedEnv>& seeds,
            torch::optim::Optimizer& optimizer, std::function<void(const std::string&)> log,
-           const DistributedContext* dist = nullptr, policy::Transformer kl_reference = nullptr);
+           const DistributedContext* dist = nullptr, policy::Transformer kl_reference = nullptr,
+           TbWriter* tb = nullptr);
 
-  /// Runs steps [first, config.selfplay.steps); writes metrics, envs/, rejected/, memory.json,
+  /// Runs rollouts [first, config.selfplay.steps); writes metrics, envs/, rejected/, memory.json,
   /// checkpoints (policy + trainer state every checkpoint.every steps and after the last step).
   /// Returns the summary (totals since step 0 when resumed).
+  ///
+  /// Step numbers: rollout t (0-based, internal) is step t + 1 wherever a step is shown: the
+  /// console line "step n/N", metrics.jsonl and TensorBoard "step", rollouts.h5 step / rollout_id /
+  /// born, envs/ names (game_NNNNN_...), memory.json rollout_id, and checkpoints/step_NNNNNN, which
+  /// holds the weights after step n. So the metrics line of step n and checkpoint step_n belong together.
   SelfPlaySummary run(int64_t first = 0);
 
   /// Restores the loop from a checkpoint written by this class (checkpointing.h): optimizer, torch
@@ -89,7 +96,8 @@ class SelfPlay {
   reward::LearningPotentialTracker skill_ema_;
   std::mt19937_64 rng_;
   SelfPlaySummary summary_;
-  std::unique_ptr<TbWriter> tb_;                // runs/<name>/tb/: the metrics.jsonl scalars (rank 0)
+  TbWriter* tb_ = nullptr;                      // runs/<name>/tb/: the metrics.jsonl scalars (rank 0)
+  std::unique_ptr<TbWriter> own_tb_;            // tb_ when none was given
   std::unique_ptr<RolloutLog> rollouts_;        // runs/<name>/rollouts.h5: every episode (rank 0)
   std::vector<rollout::EpisodeResult> hinted_plays_;  // this step's hinted plays (logged, not trained)
   double last_valid_rate_ = 0, last_regret_ = 0;

@@ -76,6 +76,22 @@ double update_mfu(const policy::ModelConfig& model, const std::vector<rollout::S
   return flops / seconds / (peak_tflops * 1e12);
 }
 
+StepBenchFit fit_step_bench(std::optional<int64_t> free_device_bytes) {
+  if (!free_device_bytes) return {"tiny", 4, 256, "on the CPU: the tiny shape at 4 x 256 tokens"};
+  const std::vector<std::string>& names = policy::model_shape_names();  // smallest first
+  for (auto name = names.rbegin(); name != names.rend(); ++name) {
+    const int64_t state_bytes = 16 * policy::named_model_shape(*name).num_parameters();
+    if (2 * state_bytes <= *free_device_bytes)
+      return {*name, 8, 4096,
+              "the largest shape whose weights, gradients and AdamW moments (" +
+                  std::to_string(state_bytes / 1000000) + " MB) take at most half of the GPU's " +
+                  std::to_string(*free_device_bytes / 1000000) + " MB free"};
+  }
+  return {"tiny", 8, 4096,
+          "no larger shape's training state fits in half of the GPU's " +
+              std::to_string(*free_device_bytes / 1000000) + " MB free"};
+}
+
 StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedContext* dist) {
   if (o.batch < 1 || o.seq < 2 || o.steps < 1 || o.warmup_steps < 0)
     throw Error("step bench: batch >= 1, seq >= 2, steps >= 1 and warmup >= 0 required");

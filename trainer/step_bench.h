@@ -6,6 +6,7 @@
 // Not thread-safe.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,23 @@ struct StepBenchResult {
   double pg_loss = 0, grad_norm = 0;  // first timed step (finite: checked)
   int64_t micro_batches = 0;
 };
+
+/// The workload `spade bench step` runs when it is given no shape (--shape auto), batch or seq: one
+/// that fits the machine it is on.
+struct StepBenchFit {
+  std::string shape;     // one of policy::model_shape_names()
+  int batch = 0, seq = 0;
+  std::string reason;    // why this shape, in one line for the user
+};
+
+/// `free_device_bytes`: the GPU's free memory (device_memory.h device_free_bytes), nullopt on the CPU.
+///   CPU: "tiny" at 4 x 256 tokens (a few seconds a step on 2 cores; the GPU shapes would take hours).
+///   GPU: 8 x 4096 tokens (issue 5's workload) and the largest named shape whose training state, fp32
+///        weights + gradients + two AdamW moments = 16 bytes a parameter, takes at most half of the free
+///        memory (the other half: checkpointed activations, logits chunks, allocator slack). Qwen3-4B's
+///        4,022,468,096 parameters need 128.7 GB free (an H200 has ~140 GB), Qwen3-0.6B 19.1 GB, 100m
+///        3.2 GB; below that "tiny".
+StepBenchFit fit_step_bench(std::optional<int64_t> free_device_bytes);
 
 /// Builds the random model (init_weights(seed), std 0.02) on options.device, a synthetic batch of
 /// options.batch agent samples of options.seq + 1 tokens (uniform random ids; the first quarter context,

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/atomic_file.h"
@@ -17,7 +18,9 @@
 #include "trainer/config_bridge.h"
 #include "trainer/device.h"
 #include "trainer/distributed.h"
+#include "trainer/run_open.h"
 #include "trainer/selfplay.h"
+#include "trainer/tb_writer.h"
 #include "trainer/warm_start.h"
 
 namespace fs = std::filesystem;
@@ -53,6 +56,42 @@ policy::ModelConfig model_config(const ModelConfigYaml& m, int64_t vocab_size, i
   return c;
 }
 
+nlohmann::json warm_start_json(const WarmStartStats& ws, const Config& config) {
+  return {{"steps", ws.steps},
+          {"seconds", ws.seconds},
+          {"stopped_by", ws.stopped_by},
+          {"max_steps", config.warm_start.max_steps},
+          {"max_seconds", config.warm_start.max_seconds},
+          {"first_loss", ws.first_loss},
+          {"last_loss", ws.last_loss},
+          {"tokens", ws.tokens},
+          {"examples", {{"designer", ws.designer_examples}, {"agent", ws.agent_examples}, {"hint", ws.hint_examples}}}};
+}
+
+nlohmann::json selfplay_json(const SelfPlaySummary& s, const Config& config) {
+  nlohmann::json by_reason = nlohmann::json::object();
+  for (const auto& [reason, n] : s.rejected_by_reason) by_reason[reason] = n;
+  return {{"steps", s.steps},
+          {"of", config.selfplay.steps},
+          {"seconds", s.seconds},
+          {"attempts", s.attempts},
+          {"admitted", s.admitted},
+          {"rejected", s.rejected},
+          {"valid_rate", s.attempts ? static_cast<double>(s.admitted) / s.attempts : 0.0},
+          {"rejected_by_reason", by_reason},
+          {"hint_success", s.hint_plays ? s.hint_success_sum / s.hint_plays : 0.0},
+          {"hint_plays", s.hint_plays},
+          {"nohint_success", s.nohint_plays ? s.nohint_success_sum / s.nohint_plays : 0.0},
+          {"nohint_plays", s.nohint_plays}};
+}
+
+// The cold start's record in an existing summary.json (a resumed run keeps it); null when none.
+nlohmann::json saved_warm_start(const RunDir& run) {
+  if (!fs::exists(run.summary_path())) return nullptr;
+  const nlohmann::json j = nlohmann::json::parse(read_file(run.summary_path()), nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("warm_start") ? j["warm_start"] : nlohmann::json(nullptr);
+}
+
 // Runs `f` on rank 0 first (it may write into the run directory), then on the other ranks.
 template <class F>
 auto main_rank_first(const DistributedContext& dist, F&& f) {
@@ -74,7 +113,10 @@ Corpus prepare_corpus(const Config& config, const RunDir& run, const LogFn& log)
       if (from.empty())
         throw Error("corpus: no corpus.path given and no Python standard library found under /usr/lib "
                     "to build one from (install python3, or set corpus.build_from)");
-      CorpusBuildStats st = build_corpus(from, path, config.corpus.max_words, config.corpus.min_words);
+      // The default sources are Python packages (their LICENSE.txt is no document); given ones may be text.
+      CorpusBuildStats st = build_corpus(from, path, config.corpus.max_words, config.corpus.min_words,
+                                         config.corpus.build_from.empty() ? CorpusInputs::python
+                                                                          : CorpusInputs::python_and_text);
       log(fmt("corpus: %.0f documents from %.0f files (%.0f skipped empty, %.0f unparseable)",
               st.documents, st.files_seen, st.skipped_empty, st.skipped_unparseable) + " -> " + path);
     }
@@ -156,6 +198,14 @@ Config load_run_config(const std::string& run_dir, const std::vector<std::string
 
 std::string run_train(const Config& config, const TrainOptions& options, const LogFn& main_log) {
   const auto t0 = std::chrono::steady_clock::now();
+  const std::string command = options.selfplay ? "train" : "sft";
+  if (options.resume && options.overwrite)
+    throw Error(command + ": --resume continues a run and --overwrite replaces it; pass one of them");
+  // The run directory, checked before anything is written and before the ranks of a data-parallel
+  // job meet, so every rank sees it as it was (run_open.h).
+  const RunDirPlan plan = plan_run_dir(
+      config, options.resume ? RunMode::resume : options.overwrite ? RunMode::overwrite : RunMode::create, command,
+      /*offer_resume=*/options.selfplay, options.inputs);
   // One rank of a data-parallel job when launched so (distributed.h); else world size 1, no group.
   const DistributedEnv env = distributed_env_from_process();
   // train.device, checked before anything is written: "cuda" on a machine without one fails here.
@@ -178,7 +228,8 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
   at::set_num_threads(threads);
   torch::manual_seed(config.run.seed);
 
-  const RunDir run = main_rank_first(dist, [&] { return RunDir::create(config.run.out_dir, config.run.name); });
+  const RunDir run =
+      main_rank_first(dist, [&] { return dist.is_main() ? open_run_dir(plan, config, log) : RunDir{plan.root}; });
   if (dist.active())
     log("data parallel: " + std::to_string(dist.world_size()) + " ranks (" + dist.env().launcher + "), " +
         dist.backend() + ", " + std::to_string(threads) + " threads each");
@@ -187,8 +238,9 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
     resume_from = latest_resumable_checkpoint(run);
     if (resume_from.empty())
       throw Error("resume: no checkpoint with trainer state under " + run.checkpoints_dir() +
-                  " (the run stopped before its first checkpoint.every steps: start it again with "
-                  "`spade train --config " + run.config_path() + "`)");
+                  " (the run stopped before its first checkpoint.every steps, or is a cold start of `spade sft`): "
+                  "start a new run from its config with `spade train --config " + run.config_path() +
+                  " --name NEW`");
   }
   if (dist.is_main()) write_file_atomic(run.config_path(), to_yaml(config));
   log("run directory: " + run.root);
@@ -222,19 +274,48 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
       config.train.attention);
   envsandbox::EnvServer server(sandbox_options(config.sandbox));
 
+  // TensorBoard (rank 0): one events file for the run's process, the cold start's warm_start/* and
+  // the self-play metrics.
+  std::unique_ptr<TbWriter> tb;
+  if (dist.is_main()) tb = std::make_unique<TbWriter>(run.tb_dir());
+  // summary.json: the run so far, rewritten atomically after the cold start and at the end.
+  nlohmann::json summary = {{"command", command}, {"run_dir", run.root}, {"finished", false}};
+  auto write_summary = [&] {
+    summary["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (dist.is_main()) write_file_atomic(run.summary_path(), summary.dump(2) + "\n");
+  };
+
   // The cold start is time-boxed, so it runs on rank 0 alone; every rank then starts self-play from
   // rank 0's weights (also after a resume: one source of truth for the replicas).
+  summary["warm_start"] = nullptr;
   if (config.warm_start.enabled && resume_from.empty() && dist.is_main()) {
-    WarmStartStats ws = run_warm_start(policy.ref(), server, seeds, corpus, config, log);
+    auto record_step = [&](const WarmStartStep& st) {
+      append_line(run.warm_start_path(), nlohmann::json{{"step", st.step}, {"loss", st.loss}, {"lr", st.lr},
+                                                        {"tokens", st.tokens}, {"seconds", st.seconds}}.dump());
+      tb->add_scalars(st.step, {{"warm_start/loss", st.loss}, {"warm_start/lr", st.lr},
+                                {"warm_start/tokens", static_cast<double>(st.tokens)}});
+    };
+    const WarmStartStats ws = run_warm_start(policy.ref(), server, seeds, corpus, config, log, record_step);
     log(fmt("warm start: %.0f steps in %.0f s, loss %.3f -> %.3f", ws.steps, ws.seconds, ws.first_loss,
-            ws.last_loss));
+            ws.last_loss) + "; stopped by " +
+        (ws.stopped_by == "max_steps" ? fmt("the step cap (warm_start.max_steps %.0f)", config.warm_start.max_steps)
+                                      : fmt("the time box (warm_start.max_seconds %.0f)", config.warm_start.max_seconds)) +
+        "; per step: " + run.warm_start_path());
+    summary["warm_start"] = warm_start_json(ws, config);
+  } else if (!resume_from.empty() && dist.is_main()) {
+    summary["warm_start"] = saved_warm_start(run);  // the cold start of the run being continued
   }
+  write_summary();
   dist.broadcast_tensors(policy.model->parameters(), 0);
   std::string final_dir;
   if (!options.selfplay) {
     final_dir = run.checkpoint_dir(0);
     if (dist.is_main()) save_training_checkpoint(run, 0, policy.ref(), config.checkpoint.dtype);
     log("checkpoint: " + final_dir);
+    summary["final_checkpoint"] = final_dir;
+    summary["finished"] = true;
+    write_summary();
+    log("summary: " + run.summary_path());
     dist.barrier();
     return final_dir;
   }
@@ -244,12 +325,13 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
                                     .betas({config.optim.beta1, config.optim.beta2})
                                     .weight_decay(config.optim.weight_decay)
                                     .eps(config.optim.adam_eps));
-  SelfPlay selfplay(config, run, policy.ref(), server, corpus, seeds, optimizer, log, &dist, kl_reference);
+  SelfPlay selfplay(config, run, policy.ref(), server, corpus, seeds, optimizer, log, &dist, kl_reference,
+                    tb.get());
   int64_t first = 0;
   if (!resume_from.empty()) {
     first = selfplay.resume(resume_from);
-    if (dist.is_main()) run.truncate_metrics(first);
-    log(fmt("resume: continuing at step %.0f", first) + " from " + resume_from);
+    if (dist.is_main()) run.truncate_metrics(first + 1);  // steps first + 1, ... (step numbers) are redone
+    log(fmt("resume: continuing at step %.0f", first + 1) + " from " + resume_from);
   }
   const SelfPlaySummary s = selfplay.run(first);
   final_dir = run.checkpoint_dir(std::max<int64_t>(first, config.selfplay.steps));
@@ -265,6 +347,11 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
           s.hint_plays ? s.hint_success_sum / s.hint_plays : 0.0, s.hint_plays,
           s.nohint_plays ? s.nohint_success_sum / s.nohint_plays : 0.0, s.nohint_plays));
   log("metrics: " + run.metrics_path());
+  summary["selfplay"] = selfplay_json(s, config);
+  summary["final_checkpoint"] = final_dir;
+  summary["finished"] = true;
+  write_summary();
+  log("summary: " + run.summary_path());
   log("final checkpoint: " + final_dir + "  (try: spade generate --checkpoint " + final_dir + " --prompt ...)");
   return final_dir;
 }

@@ -44,6 +44,8 @@ struct TrainOptions {
   bool selfplay = true;   // false: cold start only (`spade sft`)
   bool resume = false;    // continue the run directory of `config` from its newest checkpoint with
                           // trainer state (no warm start; metrics.jsonl cut back to that step)
+  bool overwrite = false; // replace the run in the run directory (run_open.h); excludes resume
+  std::vector<std::string> inputs = {};  // files read before the call (the --config file): never replaced
 };
 
 /// The saved resolved config of an existing run directory (RUN_DIR/config.yaml) with `overrides`
@@ -52,11 +54,18 @@ struct TrainOptions {
 Config load_run_config(const std::string& run_dir, const std::vector<std::string>& overrides = {});
 
 /// Runs the whole job described by `config` and returns the final checkpoint directory.
+/// The run directory <run.out_dir>/<run.name> is opened first (run_open.h): a new run needs it absent
+/// or empty, options.resume continues the run there (refusing a config that changes its tokenizer,
+/// model shape or corpus), options.overwrite replaces a run; run.out_dir must exist, except the
+/// default runs/, which is created. Writes config.yaml (the config that made the files beside it),
+/// the cold start's record (warm_start.jsonl, warm_start/* in TensorBoard) and summary.json (after the
+/// cold start and at the end, atomically; a resumed run carries the cold start's record over).
 /// Prints progress through `log`: a line per step and a closing summary. With options.resume, the
 /// run continues exactly where its newest checkpoint left off: with run.deterministic set, the
 /// metrics of the following steps equal those of an uninterrupted run (tests/trainer/test_resume.cpp).
 /// Throws spade::Error when resuming a run without a resumable checkpoint, and (before writing
-/// anything) when train.device asks for CUDA that is not available (trainer/device.h).
+/// anything) when the run directory may not be opened so or train.device asks for CUDA that is not
+/// available (trainer/device.h).
 ///
 /// Device and precision: the policy (and the KL reference) live on train.device; every training tensor
 /// follows the model's device; train.activation_checkpointing and train.autocast apply to the training

@@ -84,7 +84,7 @@ std::vector<rollout::Sample> agent_demonstrations(const rollout::PolicyRef& poli
       s.append_sampled(ids, std::vector<float>(ids.size(), 0.0f));
       envsandbox::GameStep step = game->step(response);
       if (step.terminated || step.truncated || !step.failure.empty()) {
-        won = step.terminated && step.reward > 0 && step.failure.empty();
+        won = step.won();
         break;
       }
       s.append_context(policy.chat.ids_for_user_turn(step.obs));
@@ -101,7 +101,8 @@ std::vector<rollout::Sample> agent_demonstrations(const rollout::PolicyRef& poli
 
 WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& server,
                               const std::vector<SeedEnv>& seeds, Corpus& corpus, const Config& config,
-                              const std::function<void(const std::string&)>& log) {
+                              const std::function<void(const std::string&)>& log,
+                              const std::function<void(const WarmStartStep&)>& on_step) {
   const WarmStartConfig& ws = config.warm_start;
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -201,6 +202,7 @@ WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& 
     stats.last_loss = loss_sum;
     stats.tokens += tokens;
     ++stats.steps;
+    if (on_step) on_step({stats.steps, loss_sum, lr, tokens, elapsed()});
     if (stats.steps % 10 == 0) {
       std::snprintf(line, sizeof line, "warm start step %4d  loss %.4f  lr %.2e  %.0f s", stats.steps,
                     loss_sum, lr, elapsed());
@@ -208,6 +210,7 @@ WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& 
     }
   }
   stats.seconds = elapsed();
+  stats.stopped_by = stats.steps >= ws.max_steps ? "max_steps" : "max_seconds";
   return stats;
 }
 

@@ -47,15 +47,28 @@ struct WarmStartStats {
   double first_loss = 0, last_loss = 0;  // mean token cross-entropy (nats) of the first/last step
   int64_t tokens = 0;
   int designer_examples = 0, agent_examples = 0, hint_examples = 0;
+  std::string stopped_by;  // "max_steps" (the step cap) or "max_seconds" (the time box)
+};
+
+/// One optimizer step of the cold start, numbered from 1 (the n-th step): what warm_start.jsonl and
+/// TensorBoard record.
+struct WarmStartStep {
+  int step = 0;
+  double loss = 0;     // mean token cross-entropy (nats) of the step's batch
+  double lr = 0;       // the learning rate the step used
+  int64_t tokens = 0;  // tokens in the step's batch
+  double seconds = 0;  // since the cold start began (demonstrations included)
 };
 
 /// Runs the cold start: agent demonstrations are built once; designer examples are drawn fresh
 /// each step (random designer target, random corpus document, a same-skill reference with
 /// probability warm_start.reference_fraction); the mixture is designer_fraction designer examples,
 /// hint_fraction hint examples, the rest agent demonstrations.
-/// Stops at warm_start.max_seconds or max_steps. `log` receives one line per progress report.
+/// Stops at warm_start.max_seconds or max_steps (WarmStartStats::stopped_by says which). `log`
+/// receives one line per progress report; `on_step` (when set) every step, in order.
 WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& server,
                               const std::vector<SeedEnv>& seeds, Corpus& corpus, const Config& config,
-                              const std::function<void(const std::string&)>& log);
+                              const std::function<void(const std::string&)>& log,
+                              const std::function<void(const WarmStartStep&)>& on_step = {});
 
 }  // namespace spade::trainer

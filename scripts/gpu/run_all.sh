@@ -119,8 +119,8 @@ if [[ $DRY == 1 ]]; then
   PY=${PYTHON:-/usr/bin/python3}                  # Debian's python3 with Debian's torch
   DEV=cpu GROUP=gloo DTYPE=float32 SMI=0
   MODELS=tiny PROMPT=16 NEW=8 BATCHES_FIRST=4 BATCHES_REST=2,1 GRAPH_MODES=auto,on
-  GROUP_SHAPE="--layers 2 --hidden 64 --heads 4 --kv-heads 2 --head-dim 16 --intermediate 128 --vocab 512 --batch 2 --seq 64"
-  STEP_SHAPE="--layers 2 --hidden 64 --heads 4 --kv-heads 2 --head-dim 16 --intermediate 128 --vocab 512 --batch 8 --seq 128 --threads 2 --steps 2"
+  GROUP_SHAPE="--shape qwen3-4b --layers 2 --hidden 64 --heads 4 --kv-heads 2 --head-dim 16 --intermediate 128 --vocab 512 --batch 2 --seq 64"
+  STEP_SHAPE="--shape qwen3-4b --layers 2 --hidden 64 --heads 4 --kv-heads 2 --head-dim 16 --intermediate 128 --vocab 512 --batch 8 --seq 128 --threads 2 --steps 2"
   MB_TOKENS=256 NOCKPT_MB_TOKENS=128
   UNIT_REGEX=${UNIT_REGEX:-'^(policy\.(RmsNorm|Rope)|rollout\.Boxed)\.'}
   UNIT_TARGETS=${UNIT_TARGETS:-test_policy test_rollout}
@@ -134,8 +134,8 @@ else
   PY=${PYTHON:-python3}                           # the image's python3 holds PyTorch (KINDS.md)
   DEV=cuda GROUP=nccl DTYPE=bfloat16 SMI=1
   MODELS=qwen3-0.6b,qwen3-4b PROMPT=512 NEW=256 BATCHES_FIRST=64 BATCHES_REST=16,1 GRAPH_MODES=auto,off
-  GROUP_SHAPE="--layers 2 --batch 2 --seq 512"
-  STEP_SHAPE="--batch 8 --seq 4096 --steps 2"
+  GROUP_SHAPE="--shape qwen3-4b --layers 2 --batch 2 --seq 512"
+  STEP_SHAPE="--shape qwen3-4b --batch 8 --seq 4096 --steps 2"
   MB_TOKENS=8192 NOCKPT_MB_TOKENS=4096
   UNIT_REGEX=${UNIT_REGEX:-'^(policy|rollout)\.'}
   UNIT_TARGETS=${UNIT_TARGETS:-test_policy test_rollout}

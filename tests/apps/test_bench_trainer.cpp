@@ -23,6 +23,7 @@ fixtures::CommandResult run_bench(const std::string& args) {
 std::string work_dir(const std::string& name) {
   const std::string dir = std::string(SPADE_TEST_TMP) + "/bench_trainer_" + name;
   std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(SPADE_TEST_TMP);  // the bench makes --work-dir, not its parent
   return dir;
 }
 

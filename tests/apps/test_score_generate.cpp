@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -169,4 +170,57 @@ TEST(Generate, GreedyContinuationEqualsAFullForwardArgmaxLoop) {
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_EQ(r.out, prompt + tok.decode(out) + "\n");
   EXPECT_FALSE(out.empty());
+}
+
+// Issue 17: generate stops on every eos id of the checkpoint: each id of config.json's eos_token_id
+// list and generation_config.json's. The stop id is picked from the model's own greedy continuation
+// (the full-forward argmax loop above, run without stopping): the first token g[k], k >= 1, not seen
+// before it, so the expected output is exactly g[0..k). config.json lists [unused, g[k]] (the stop id
+// second in the list); then config.json lists [unused] and generation_config.json g[k].
+TEST(Generate, StopsAtEveryEosIdOfConfigAndGenerationConfig) {
+  const std::string tok_dir = fixtures::fresh_test_dir("apps_generate_eos", "tok");
+  std::vector<std::string> text;
+  for (auto& e : std::filesystem::recursive_directory_iterator(std::string(SPADE_SOURCE_DIR) + "/data/seed_envs/math"))
+    if (e.path().extension() == ".py") text.push_back(read_file(e.path().string()));
+  policy::Tokenizer::train(text, tok_dir + "/tok", 600);
+  policy::Tokenizer tok = policy::Tokenizer::load(tok_dir + "/tok.model");
+  const std::string dir = fixtures::fresh_test_dir("apps_generate_eos", "ckpt");
+  policy::Transformer m = random_model(tok.vocab_size(), "llama", {});
+  policy::CheckpointSaveOptions so;
+  so.tokenizer_model = tok_dir + "/tok.model";
+  policy::save_checkpoint(dir, m, so);
+
+  const std::string prompt = "def reset(self, seed=None):";
+  const int max_new = 12;
+  std::vector<int64_t> seq = tok.encode(prompt), g;
+  policy::Transformer loaded = policy::load_checkpoint(dir);
+  for (int i = 0; i < max_new; ++i) {
+    g.push_back(full_logits(loaded, seq)[seq.size() - 1].argmax().item<int64_t>());
+    seq.push_back(g.back());
+  }
+  size_t k = 1;
+  while (k < g.size() && std::find(g.begin(), g.begin() + k, g[k]) != g.begin() + k) ++k;
+  ASSERT_LT(k, g.size()) << "the greedy continuation repeats one token";
+  int64_t unused = 0;
+  while (std::find(g.begin(), g.end(), unused) != g.end()) ++unused;
+  const std::vector<int64_t> expected(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(k));
+
+  auto edit = [&](const std::string& file, const nlohmann::json& eos) {
+    nlohmann::json j = nlohmann::json::parse(read_file(dir + "/" + file));
+    j["eos_token_id"] = eos;
+    write_file_atomic(dir + "/" + file, j.dump(2));
+  };
+  const std::string cmd = "generate --checkpoint " + dir + " --prompt '" + prompt +
+                          "' --temperature 0 --max-new-tokens " + std::to_string(max_new);
+  edit("config.json", {unused, g[k]});
+  edit("generation_config.json", unused);
+  fixtures::CommandResult r = spade_cmd(cmd);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(r.out, prompt + tok.decode(expected) + "\n") << "stop id " << g[k] << " second in config.json's list";
+
+  edit("config.json", unused);
+  edit("generation_config.json", {g[k]});
+  r = spade_cmd(cmd);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(r.out, prompt + tok.decode(expected) + "\n") << "stop id " << g[k] << " in generation_config.json";
 }

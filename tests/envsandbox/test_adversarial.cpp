@@ -287,10 +287,11 @@ TEST(AdversarialSuite, AllAtOnceWithGoodProgramsOnOneServer) {
         ValidationReport g = validate_game(server, testing::program(i % 2 ? "good_guess.py" : "base_class.py"));
         std::lock_guard<std::mutex> lock(mu);
         // Under 4x contention on a 2-core machine, a program racing RLIMIT_AS or a crash against the
-        // 2 s deadline may meet the deadline first: still contained, with reason timeout. So may one
-        // that builds a huge value first: obs_200mb.py spends ~1.2 s of CPU on page faults for its
-        // 200 MB string on these VMs (~170 MB/s) and met the deadline under the load of shared build
-        // machines on the unchanged code too (2026-12-04, load average 3-6).
+        // 2 s deadline may meet the deadline first: still contained, with reason timeout. So may
+        // obs_200mb.py, whose reset writes 200 MiB: alone, its whole per-program test (two good
+        // validations included) takes 1.2 s; here it shares the window with segv_deep_recursion.py's
+        // 10^5-deep repr and stdout_flood.py and was measured at 2.05 s (the crash too ran into the
+        // deadline; 2026-12-04, this 2-core machine).
         std::set<std::string> ok = all[i].reasons;
         if (ok.count("memory") || ok.count("signal") || ok.count("obs_too_large")) ok.insert("timeout");
         if (r.admitted != all[i].admitted || !ok.count(r.reason))

@@ -21,6 +21,8 @@ TEST(Game, ExceptionInStepBecomesErrorObservation) {
   EXPECT_EQ(s.reward, -1.0);
   EXPECT_TRUE(s.terminated);
   EXPECT_EQ(s.failure, "");
+  EXPECT_EQ(s.refused, "step_exception");
+  EXPECT_FALSE(s.won());
 }
 
 TEST(Game, MalformedReturnIsInvalidGameResponse) {
@@ -32,6 +34,57 @@ TEST(Game, MalformedReturnIsInvalidGameResponse) {
   EXPECT_EQ(s.reward, -1.0);
   EXPECT_TRUE(s.terminated);
   EXPECT_EQ(s.failure, "");
+  EXPECT_EQ(s.refused, "step_bad_return");
+}
+
+// Issue 17: a NaN or infinite reward never leaves the boundary. The step is refused as an invalid game
+// response (reference §3: ("Invalid game response", -1.0, terminated)) with the reason
+// reward_not_finite; a reward that is not a number at all is step_bad_type.
+TEST(Game, NonFiniteRewardIsRefusedWithItsReason) {
+  const std::string head = "class RewardEnv:\n    def reset(self, seed=None):\n        return 'a', {}\n"
+                           "    def step(self, a):\n        return 'o', ";
+  const std::pair<const char*, const char*> cases[] = {
+      {"float('nan')", "reward_not_finite"},
+      {"float('inf')", "reward_not_finite"},
+      {"-float('inf')", "reward_not_finite"},
+      {"'1.0'", "step_bad_type"},
+  };
+  for (const auto& [reward, refused] : cases) {
+    auto game = Game::open(shared_server(), head + reward + ", True, False, {}\n", 25, nullptr);
+    ASSERT_NE(game, nullptr) << reward;
+    ASSERT_TRUE(game->reset(0)) << reward;
+    GameStep s = game->step("x");
+    EXPECT_EQ(s.obs, "Invalid game response") << reward;
+    EXPECT_EQ(s.reward, -1.0) << reward;
+    EXPECT_TRUE(s.terminated) << reward;
+    EXPECT_EQ(s.failure, "") << reward;
+    EXPECT_EQ(s.refused, refused) << reward;
+    EXPECT_NE(s.detail.find("step() reward"), std::string::npos) << s.detail;
+  }
+  // The same program with a finite reward is accepted as it is.
+  auto game = Game::open(shared_server(), head + "0.5, True, False, {}\n", 25, nullptr);
+  ASSERT_NE(game, nullptr);
+  ASSERT_TRUE(game->reset(0));
+  GameStep s = game->step("x");
+  EXPECT_EQ(s.reward, 0.5);
+  EXPECT_EQ(s.refused, "");
+}
+
+// GameStep::won is an agent episode's success: terminated, healthy, reward > 0.
+TEST(Game, WonMeansTerminatedWithAPositiveReward) {
+  GameStep s;
+  s.terminated = true;
+  s.reward = 1.0;
+  EXPECT_TRUE(s.won());
+  s.reward = 0.0;
+  EXPECT_FALSE(s.won());  // terminated without reward: a loss
+  s.reward = 0.25;
+  s.terminated = false;
+  s.truncated = true;
+  EXPECT_FALSE(s.won());  // truncated: episode reward 0 (reference §3)
+  s.terminated = true;
+  s.failure = "timeout";
+  EXPECT_FALSE(s.won());  // a broken process
 }
 
 TEST(Game, BareStringResetIsTolerated) {

@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "envsandbox/game.h"
 #include "envsandbox/validate.h"
 #include "test_util.h"
 
@@ -35,7 +36,7 @@ TEST(Validate, AdmitsAGoodProgram) {
   EXPECT_EQ(gates, (std::vector<std::string>{"load", "interface", "reset_seed_42", "step_probes",
                                              "reset_seed_123", "lenient_play", "episode", "step_after_done",
                                              "reset_after_done", "determinism_across_processes", "close",
-                                             "step_latency"}));
+                                             "step_latency", "solution_wins"}));
   EXPECT_EQ(r.to_json()["admitted"], true);
 }
 
@@ -74,6 +75,60 @@ TEST(Validate, ContractGatesRejectWithTheirReason) {
   }
 }
 
+// The solution gate (issue 17): a program whose own solution() does not win is rejected. The programs
+// are one-shot digit guesses (reward 1.0 and terminated on the seeded digit, 0.0 and terminated
+// otherwise) or a guess that must be confirmed; "win" is an agent episode's success: terminated with a
+// reward > 0.
+struct SolutionCase {
+  const char* file;
+  const char* reason;  // "ok" when admitted
+  const char* detail;  // a substring of the report's detail ("" when admitted)
+};
+
+TEST(Validate, SolutionMustWinFromEveryProbeSeed) {
+  const SolutionCase cases[] = {
+      {"solution_right.py", "ok", ""},
+      // Off by one: the first probe seed (42) already ends with reward 0.
+      {"solution_wrong.py", "solution_does_not_win",
+       "from reset(seed=42): solution() answers ['"},
+      {"solution_wrong.py", "solution_does_not_win",
+       "ended the episode with reward 0 (terminated True, truncated False), not a win"},
+      // Right for even seeds: wins from 42, loses from 123.
+      {"solution_odd_seeds_wrong.py", "solution_does_not_win", "from reset(seed=123): "},
+      {"solution_raises.py", "solution_does_not_win", "RuntimeError: no solver written"},
+      {"solution_never_ends.py", "solution_does_not_win", "the episode had not ended after solution() answers ['"},
+  };
+  for (const SolutionCase& c : cases) {
+    ValidationReport r = validate_then_recover(c.file);
+    EXPECT_EQ(r.reason, c.reason) << c.file << ": " << r.to_json().dump(2);
+    EXPECT_EQ(r.admitted, std::string(c.reason) == "ok") << c.file;
+    ASSERT_FALSE(r.gates.empty()) << c.file;
+    EXPECT_EQ(r.gates.back().gate, "solution_wins") << c.file << ": " << r.detail;
+    EXPECT_NE(r.detail.find(c.detail), std::string::npos) << c.file << ": " << r.detail;
+  }
+}
+
+// Programs without solution() are unaffected: the gate runs and passes. And a solution whose answers
+// are already boxed (good_guess.py: "\boxed{25}", ...) is sent as the agent would send it, not boxed twice.
+TEST(Validate, SolutionGatePassesWithoutSolutionAndWithBoxedAnswers) {
+  for (const char* file : {"solution_none.py", "good_guess.py"}) {
+    ValidationReport r = validate_game(shared_server(), program(file));
+    EXPECT_TRUE(r.admitted) << file << ": " << r.to_json().dump(2);
+    ASSERT_FALSE(r.gates.empty());
+    EXPECT_EQ(r.gates.back().gate, "solution_wins") << file;
+    EXPECT_EQ(r.gates.back().verdict, "pass") << file;
+  }
+  EXPECT_EQ(boxed_answer("7"), "\\boxed{7}");
+  EXPECT_EQ(boxed_answer("\\boxed{25}"), "\\boxed{25}");
+}
+
+// The reference smoke test alone has no solution gate (it is one of the contract gates).
+TEST(Validate, SmokeOnlyAdmitsAWrongSolution) {
+  ValidateOptions o;
+  o.smoke_only = true;
+  EXPECT_TRUE(validate_game(shared_server(), program("solution_wrong.py"), o).admitted);
+}
+
 TEST(Validate, SameSeedAcrossReseededProcessesIsRequired) {
   // Deterministic within one process (a counter seeded by reset), but it reads numpy's global RNG once
   // at import time: a second process reseeded differently sees another world.
@@ -104,7 +159,8 @@ TEST(Validate, ToolUseGates) {
   ValidationReport good = validate_game(shared_server(), program("tool_good.py"), o);
   EXPECT_TRUE(good.admitted) << good.to_json().dump(2);
   EXPECT_EQ(good.class_name, "InventoryEnv");  // the injected ToolUseEnv base is skipped
-  EXPECT_EQ(good.gates.back().gate, "deterministic_reset");
+  EXPECT_EQ(good.gates.back().gate, "solution_wins");  // after the tool gates; its solution wins
+  EXPECT_EQ(good.gates.back().verdict, "pass");
   ValidationReport schema = validate_game(shared_server(), program("tool_bad_schema.py"), o);
   EXPECT_EQ(schema.reason, "tool_schema_invalid") << schema.to_json().dump(2);
   EXPECT_NE(schema.detail.find("'strin' is not a JSON Schema type"), std::string::npos) << schema.detail;
@@ -112,8 +168,12 @@ TEST(Validate, ToolUseGates) {
   EXPECT_EQ(crit.reason, "criterion_always_raises") << crit.to_json().dump(2);
   EXPECT_NE(crit.detail.find("_message_criteria[1]"), std::string::npos) << crit.detail;
   EXPECT_NE(crit.detail.find("KeyError"), std::string::npos) << crit.detail;
-  // Without --tool-use the same program passes the game gates (the criterion is never evaluated).
-  EXPECT_TRUE(validate_game(shared_server(), program("tool_criterion_raises.py")).admitted);
+  // Without --tool-use the criterion gate does not run, but the criterion that always raises keeps the
+  // program's own solution from winning ("Incorrect answer." after <answer>done</answer>): issue 17's
+  // solution gate rejects it.
+  ValidationReport game = validate_game(shared_server(), program("tool_criterion_raises.py"));
+  EXPECT_EQ(game.reason, "solution_does_not_win") << game.to_json().dump(2);
+  EXPECT_NE(game.detail.find("'Incorrect answer.'"), std::string::npos) << game.detail;
 }
 
 TEST(Validate, ToolUseBaseClassPlaysTheSolution) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -298,4 +300,63 @@ TEST(LearningPotential, TrackerPerSkill) {
   EXPECT_EQ(t.skills().size(), 2u);
   t.at("Spatial Reasoning").restore(0.3, 0.4);
   EXPECT_NEAR(t.baseline("Spatial Reasoning"), 0.4, 1e-15);
+}
+
+TEST(LearningPotential, OneStepPerSkillPerRoundWithTheMeanOverItsEnvironments) {
+  // Paper Sec. 7.2: the EMAs track r_bar_{A,t}(s), the mean over skill s's environments in round t.
+  // Defaults g_fast 0.98, g_slow 0.85. By hand:
+  //   round 1, skill A envs {0, 1}: r = 0.5 initialises both to 0.5; skill B env {0.2}: both 0.2.
+  //   round 2, skill A envs {1, 1, 1}: r = 1: fast = 0.02 * 0.5 + 0.98 = 0.99, slow = 0.15 * 0.5 + 0.85 = 0.925,
+  //   LP = |0.99 - 0.925| / (2 * 0.13) = 0.25. Skill B absent: unchanged.
+  // (Updating once per environment instead gives round 1: A fast 0.98, slow 0.85 from 0 then 1.)
+  LearningPotentialTracker t;
+  t.update_round({{"A", 0.0}, {"A", 1.0}, {"B", 0.2}});
+  EXPECT_NEAR(t.find("A")->mu_fast(), 0.5, 1e-15);
+  EXPECT_NEAR(t.find("A")->mu_slow(), 0.5, 1e-15);
+  EXPECT_NEAR(t.baseline("B"), 0.2, 1e-15);
+  t.update_round({{"A", 1.0}, {"A", 1.0}, {"A", 1.0}});
+  EXPECT_NEAR(t.find("A")->mu_fast(), 0.99, 1e-12);
+  EXPECT_NEAR(t.find("A")->mu_slow(), 0.925, 1e-12);
+  EXPECT_NEAR(t.find("A")->learning_potential(), 0.25, 1e-12);
+  EXPECT_NEAR(t.find("B")->mu_fast(), 0.2, 1e-15);
+  EXPECT_THROW(t.update_round({{"C", std::nan("")}}), spade::Error);
+}
+
+// ---------------------------------------------------------------- non-finite rewards (issue 17)
+
+// One NaN would make a group's mean and std NaN, hence every advantage of the group: it is refused with
+// the non_finite_reward error naming the reward, never propagated.
+TEST(Advantages, NonFiniteRewardsAreRefusedByName) {
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  auto error_of = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const spade::Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  std::string e = error_of([&] { group_advantages({1.0, nan, 0.0}, 1e-6); });
+  EXPECT_NE(e.find("group_advantages: reward 1 is nan"), std::string::npos) << e;
+  EXPECT_NE(e.find("[non_finite_reward]"), std::string::npos) << e;
+  e = error_of([&] { group_advantages({inf}, 1e-6); });  // even a group of one (its advantage would be 0)
+  EXPECT_NE(e.find("reward 0 is inf"), std::string::npos) << e;
+  e = error_of([&] { group_advantages({1.0, 0.0}, inf); });
+  EXPECT_NE(e.find("eps must be finite"), std::string::npos) << e;
+
+  e = error_of([&] { actor_advantages({1.0, 0.0, -inf}, {"a", "a", "b"}); });
+  EXPECT_NE(e.find("actor_advantages: the reward of play 2 (environment 'b') is -inf"), std::string::npos) << e;
+  EXPECT_NE(e.find("[non_finite_reward]"), std::string::npos) << e;
+
+  e = error_of([&] { designer_advantages({{"logic", 0.5}, {"math", nan}}, 32.0); });
+  EXPECT_NE(e.find("designer_advantages: the reward of sample 1 (skill 'math') is nan"), std::string::npos) << e;
+  e = error_of([&] { designer_advantages({{"logic", 0.5}}, nan); });
+  EXPECT_NE(e.find("scale must be finite"), std::string::npos) << e;
+  e = error_of([&] { designer_reward_scale(192, 24, 4, inf); });
+  EXPECT_NE(e.find("cap must be finite"), std::string::npos) << e;
+
+  // Finite inputs are unaffected: [1, -1, 1, -1] -> mean 0, Bessel std sqrt(4/3) = 1.1547005,
+  // advantages +-1 / (1.1547005 + 1e-8) = +-0.8660254.
+  expect_all_near(actor_advantages({1, -1, 1, -1}, {"g", "g", "g", "g"}), {0.8660254, -0.8660254, 0.8660254, -0.8660254},
+                  1e-7);
 }

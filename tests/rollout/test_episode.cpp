@@ -205,3 +205,42 @@ TEST(Episode, EpisodesAdvanceIndependentlyAndSampleTheSameAtAnyBatch) {
   EXPECT_GT(wide.reused_slots, 0) << "follow-up turns took finished rows' slots in place";
   EXPECT_LT(wide.rounds, lockstep) << "the turns of this seed differ in length, so lockstep would wait";
 }
+
+// EpisodeOptions::episode_timeout_s: a play's wall clock from its reset. An environment whose every
+// step takes 0.2 s and never ends, played by the EOS-biased policy (so turns end and steps happen):
+// with a 0.5 s limit the play ends before its 4th step at the latest (3 x 0.2 s > 0.5 s), truncated,
+// reward 0, failure "episode_timeout"; without a limit it runs to max_turns (8) with no failure.
+TEST(Episode, WallClockPerPlayEndsASlowEpisode) {
+  fixtures::TinyPolicy p = eos_biased_policy();
+  envsandbox::EnvServer server;
+  const std::string slow =
+      "import time\n"
+      "class SlowEnv:\n"
+      "    def __init__(self, max_turns=50, **kwargs):\n"
+      "        pass\n"
+      "    def reset(self, seed=None):\n"
+      "        return 'Wait.', {}\n"
+      "    def step(self, action):\n"
+      "        time.sleep(0.2)\n"
+      "        return 'Still waiting.', 0.0, False, False, {}\n";
+  rollout::EpisodeOptions o = multi_turn_options(1);
+  o.max_turns = 8;
+  o.max_turns_cap = 50;
+  std::vector<rollout::EpisodeSpec> specs = {{"slow", "logic", slow, 0, ""}};
+  auto unlimited = rollout::play_episodes(p.ref(), server, specs, o, 11);
+  ASSERT_EQ(unlimited.size(), 1u);
+  EXPECT_EQ(unlimited[0].failure, "");
+  EXPECT_EQ(unlimited[0].turns, 8) << "the fixture must step every turn for this test to mean anything";
+  EXPECT_TRUE(unlimited[0].truncated);
+
+  o.episode_timeout_s = 0.5;
+  auto limited = rollout::play_episodes(p.ref(), server, specs, o, 11);
+  ASSERT_EQ(limited.size(), 1u);
+  EXPECT_EQ(limited[0].failure, "episode_timeout");
+  EXPECT_TRUE(limited[0].truncated);
+  EXPECT_FALSE(limited[0].terminated);
+  EXPECT_EQ(limited[0].reward, 0.0);
+  EXPECT_GE(limited[0].turns, 1);
+  EXPECT_LE(limited[0].turns, 4);
+  EXPECT_EQ(limited[0].actions.size() + 1, static_cast<size_t>(limited[0].turns));  // the last turn was not stepped
+}

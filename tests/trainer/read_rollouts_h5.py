@@ -14,7 +14,7 @@ import h5py
 
 
 def fnv1a64(data: bytes) -> int:
-    h = 1469598103934665603
+    h = 14695981039346656037  # the standard 64-bit FNV-1a offset basis
     for b in data:
         h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
     return h
@@ -36,7 +36,7 @@ def main(path):
     f = h5py.File(path, "r")
     fmt = f.attrs["format"]
     fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
-    if fmt != "spade-rollouts-1":
+    if fmt != "spade-rollouts-2":
         raise ValueError(f"format attribute is {fmt!r}")
     ep = f["episodes"]
     n = len(ep["id"])

@@ -278,6 +278,7 @@ void expect_filtered_logs(const fs::path& root) {
 TEST(BatchFiltersRun, FilteredTinyRunLogsEveryPlay) {
   const fs::path root = fs::path(SPADE_TEST_TMP) / "batch_filters_run";
   fs::remove_all(root);
+  fs::create_directories(root);  // run.out_dir
   const Config config = parse_config(filtered_tiny_yaml(root, /*threads=*/2), "tiny.yaml", kFilterOverrides);
   run_train(config, {true}, [](const std::string&) {});
   expect_filtered_logs(root);

@@ -1,6 +1,8 @@
 // Run configs: defaults, unknown keys, type errors, --set, resolved round trip (DESIGN.md, Contracts).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "trainer/config.h"
@@ -48,6 +50,59 @@ TEST(Config, WrongTypeAndBadYaml) {
   EXPECT_THROW(parse_config("selfplay:\n  steps: many\n", "x.yaml"), Error);
   EXPECT_THROW(parse_config("selfplay: [1, 2\n", "x.yaml"), Error);
   EXPECT_THROW(parse_config("selfplay:\n  k: 0\n", "x.yaml"), Error);  // range check
+}
+
+namespace {
+std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse_config(yaml, "my.yaml", overrides);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+// The suggestions are common/edit_distance.h's closest_match over the declared keys (visit_fields in
+// trainer/config.cpp); each distance in the comments was counted by hand.
+TEST(Config, UnknownKeySuggestsTheClosestKey) {
+  // "stpes" -> "steps": one adjacent swap (distance 1); the threshold for 14 bytes is 4.
+  EXPECT_EQ(error_of("", {"selfplay.stpes=2"}),
+            "--set selfplay.stpes=2: unknown config key 'selfplay.stpes'; did you mean 'selfplay.steps'?");
+  // In a file: the file and the line of the key (line 2, 1-based).
+  EXPECT_EQ(error_of("selfplay:\n  stepz: 3\n"),
+            "my.yaml:2: unknown config key 'selfplay.stepz'; did you mean 'selfplay.steps'?");
+  // A misspelt section in a file: "selfply" -> "selfplay" is one insertion.
+  EXPECT_EQ(error_of("selfply:\n  steps: 3\n"), "my.yaml:1: unknown config key 'selfply'; did you mean 'selfplay'?");
+  // "optim.lrr" -> "optim.lr": one deletion.
+  EXPECT_EQ(error_of("", {"optim.lrr=0.1"}),
+            "--set optim.lrr=0.1: unknown config key 'optim.lrr'; did you mean 'optim.lr'?");
+  // Nothing near: no guess, the command that lists the keys instead.
+  EXPECT_EQ(error_of("", {"completely.unrelated=1"}),
+            "--set completely.unrelated=1: unknown config key 'completely.unrelated' "
+            "(`spade config show` lists every valid key)");
+  // A section where a key belongs.
+  EXPECT_NE(error_of("", {"selfplay=3"}).find("--set selfplay=3: 'selfplay' is a section, not a key"), std::string::npos);
+  EXPECT_NE(error_of("selfplay: 3\n").find("my.yaml:1: 'selfplay' is a section: it holds keys"), std::string::npos);
+}
+
+TEST(Config, WrongTypeNamesTheKeyAndTheExpectedType) {
+  // selfplay.steps is an int, loss.eps_low a double, train.activation_checkpointing a bool, run.seed a
+  // uint64_t, corpus.build_from a list of strings (trainer/config.h).
+  EXPECT_EQ(error_of("", {"selfplay.steps=abc"}), "--set selfplay.steps=abc: selfplay.steps expects an integer, got 'abc'");
+  EXPECT_EQ(error_of("", {"selfplay.steps=2.5"}), "--set selfplay.steps=2.5: selfplay.steps expects an integer, got '2.5'");
+  EXPECT_EQ(error_of("selfplay:\n  k: 4\n  steps: many\n"), "my.yaml:3: selfplay.steps expects an integer, got 'many'");
+  EXPECT_EQ(error_of("", {"loss.eps_low=wide"}), "--set loss.eps_low=wide: loss.eps_low expects a number, got 'wide'");
+  EXPECT_EQ(error_of("", {"train.activation_checkpointing=2"}),
+            "--set train.activation_checkpointing=2: train.activation_checkpointing expects a boolean (true or false), "
+            "got '2'");
+  EXPECT_EQ(error_of("", {"run.seed=-1"}), "--set run.seed=-1: run.seed expects a non-negative integer, got '-1'");
+  EXPECT_EQ(error_of("", {"selfplay.steps=[1, 2]"}),
+            "--set selfplay.steps=[1, 2]: selfplay.steps expects an integer, got a list");
+  EXPECT_EQ(error_of("corpus:\n  build_from: {a: 1}\n"),
+            "my.yaml:2: corpus.build_from expects a list of strings, e.g. [a, b], got a mapping");
+  // The right types still load.
+  EXPECT_EQ(parse_config("", "x.yaml", {"selfplay.steps=7", "run.seed=3"}).selfplay.steps, 7);
 }
 
 TEST(Config, OverridesAndRoundTrip) {
@@ -142,4 +197,32 @@ TEST(LrSchedule, ConstantWarmupCosine) {
   EXPECT_DOUBLE_EQ(learning_rate(s, 100), 1e-4);
   s.kind = "linear";
   EXPECT_THROW(learning_rate(s, 0), spade::Error);
+}
+
+// reward.frontier_weight / frontier_scale / lp_variance_bonus: off by default (SPADE App. F.2: both
+// auxiliary terms are disabled in every paper run) and, when set, they reach the designer reward.
+// By hand (reward/designer_reward.h): no regret (r_hint = r_nohint = 0), window {0.2, 0.6} -> w = 0.4,
+// plateau(0.4) = 1 (inside [0.4, 0.6]); blend = 0.4 * 0 + 0.6 * 1 = 0.6; with frontier weight 1 and
+// scale 0.08: + 1 * -(0.4 - 0.5)^2 / 0.08 = -0.125 -> 0.475. learning_potential with mu_slow 0:
+// |0.4 - 0| = 0.4; with the bonus, variance of {0.2, 0.6} = 0.04: + exp(-(0.04 - 0.25)^2 / 0.02).
+TEST(Config, AuxiliaryDesignerTermsReachTheReward) {
+  reward::DesignerWindowStats w;
+  w.window_rewards = {0.2, 0.6};
+  const Config d = parse_config("", "empty.yaml");
+  EXPECT_EQ(d.reward.frontier_weight, 0.0);
+  EXPECT_FALSE(d.reward.lp_variance_bonus);
+  EXPECT_NEAR(reward::designer_raw_reward(w, designer_reward_config(d.reward)), 0.6, 1e-12);
+
+  const Config f = parse_config("reward:\n  frontier_weight: 1.0\n  frontier_scale: 0.08\n", "x.yaml");
+  EXPECT_NEAR(reward::designer_raw_reward(w, designer_reward_config(f.reward)), 0.475, 1e-12);
+
+  const Config lp = parse_config("reward:\n  designer_reward: learning_potential\n", "x.yaml",
+                                 {"reward.lp_variance_bonus=true"});
+  EXPECT_NEAR(reward::designer_raw_reward(w, designer_reward_config(lp.reward)),
+              0.4 + std::exp(-(0.04 - 0.25) * (0.04 - 0.25) / 0.02), 1e-12);
+  const Config again = parse_config(to_yaml(lp), "resolved.yaml");
+  EXPECT_TRUE(again.reward.lp_variance_bonus);
+
+  EXPECT_THROW(parse_config("reward:\n  frontier_scale: 0\n", "x.yaml"), Error);
+  EXPECT_THROW(parse_config("reward:\n  frontier_weight: -1\n", "x.yaml"), Error);
 }

@@ -6,7 +6,9 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/strings.h"
 #include "trainer/corpus.h"
+#include "tests/testing/test_util.h"
 
 using namespace spade;
 using namespace spade::trainer;
@@ -53,10 +55,50 @@ TEST(Corpus, BuildSkipsAndCounts) {
   EXPECT_EQ(s.documents, 1);
   EXPECT_EQ(s.skipped_empty, 1);
   EXPECT_EQ(s.skipped_unparseable, 1);
+  ASSERT_EQ(s.skipped.size(), 2u);  // each named with its reason, in path order
+  EXPECT_EQ(s.skipped[0].path, (dir / "src/broken.py").string());
+  EXPECT_EQ(s.skipped[0].reason, "unterminated triple-quoted string");
+  EXPECT_EQ(s.skipped[1].path, (dir / "src/empty.py").string());
+  EXPECT_EQ(s.skipped[1].reason, "0 words of docstrings, fewer than the minimum 5");
   auto j = nlohmann::json::parse(read_file((dir / "c.jsonl").string()));
   EXPECT_EQ(j["id"], "src/good.py");
   EXPECT_NE(j["text"].get<std::string>().find("[...]"), std::string::npos);  // capped at 10 words
   EXPECT_THROW(build_corpus({(dir / "missing").string()}, (dir / "x.jsonl").string(), 10, 5), Error);
+}
+
+TEST(Corpus, BuildReadsTextAndMarkdownUnlessPythonOnly) {
+  const fs::path dir = fs::path(SPADE_TEST_TMP) / "corpus_text";
+  fs::remove_all(dir);
+  write_file_atomic((dir / "src/a.txt").string(), "  one two three four five six  \n");
+  write_file_atomic((dir / "src/b.md").string(), "---\ntitle: x\n---\n# B\n\nseven eight nine ten eleven\n");
+  write_file_atomic((dir / "src/c.md").string(), "---\nunclosed\n");
+  write_file_atomic((dir / "src/d.rst").string(), "one two three four five six\n");
+  write_file_atomic((dir / "src/e.py").string(), "\"\"\"Module of five words here.\"\"\"\n");
+  CorpusBuildStats s = build_corpus({(dir / "src").string()}, (dir / "c.jsonl").string(), 100, 5);
+  EXPECT_EQ(s.files_seen, 4);
+  EXPECT_EQ(s.documents, 3);
+  EXPECT_EQ(s.other_files, 1);  // d.rst
+  ASSERT_EQ(s.skipped.size(), 1u);
+  // c.md: "---" without a closing "---" line is no front matter but text: "---" and "unclosed", 2 words.
+  EXPECT_EQ(s.skipped[0].path, (dir / "src/c.md").string());
+  EXPECT_EQ(s.skipped[0].reason, "2 words, fewer than the minimum 5");
+  std::vector<std::string> lines = split(trim(read_file((dir / "c.jsonl").string())), '\n');
+  ASSERT_EQ(lines.size(), 3u);  // in path order: a.txt, b.md, e.py
+  EXPECT_EQ(nlohmann::json::parse(lines[0])["text"], "one two three four five six");  // trimmed
+  EXPECT_EQ(nlohmann::json::parse(lines[1])["text"], "# B\n\nseven eight nine ten eleven");  // no front matter
+  EXPECT_EQ(nlohmann::json::parse(lines[2])["text"], "Module of five words here.");
+  // Python only (the default sources): text files under a directory are other files; named, skipped.
+  s = build_corpus({(dir / "src").string(), (dir / "src/a.txt").string()}, (dir / "p.jsonl").string(), 100, 5,
+                   CorpusInputs::python);
+  EXPECT_EQ(s.files_seen, 1);
+  EXPECT_EQ(s.documents, 1);
+  EXPECT_EQ(s.other_files, 4);  // a.txt, b.md, c.md, d.rst
+  ASSERT_EQ(s.skipped.size(), 1u);
+  EXPECT_EQ(s.skipped[0].reason, "not a .py file");
+  // Nothing usable: the error lists what was skipped and why.
+  const std::string e = spade::fixtures::error_of(
+      [&] { build_corpus({(dir / "src/c.md").string()}, (dir / "x.jsonl").string(), 100, 5); });
+  EXPECT_NE(e.find((dir / "src/c.md").string() + ": 2 words, fewer than the minimum 5"), std::string::npos) << e;
 }
 
 TEST(Corpus, LoadPrefersOrigDocAndSamplesDeterministically) {

@@ -10,6 +10,7 @@
 // ignores the action and wins iff random.Random(seed).random() < 0.5, so window win rates, hence
 // blends, differ between environments and the per-skill centring is not trivially zero.
 // The fixture has no comments on purpose: the designer's max_new_tokens must cover the whole program.
+// It has no solution() either: no action wins a lost coin toss, so the solution gate would reject it.
 //
 // Every expected value is recomputed here from the run's own outputs (rollouts.h5 read back with
 // h5py by read_rollouts_h5.py, metrics.jsonl, envs/, the per-step checkpoints) with the reference's
@@ -158,7 +159,14 @@ TEST(DelayedDesigner, AdmittedSamplesTrainedAtKFirstWithCentredAdvantagesAndStal
     while (std::getline(in, line)) metrics.push_back(json::parse(line));
   }
   ASSERT_EQ(metrics.size(), static_cast<size_t>(kSteps));
-  const json h5 = testutil::read_rollouts_h5((run / "rollouts.h5").string(), (root / "rollouts.json").string());
+  json h5 = testutil::read_rollouts_h5((run / "rollouts.h5").string(), (root / "rollouts.json").string());
+  // rollouts.h5 numbers steps from 1 as metrics.jsonl does (rollout t is step t + 1, trainer/selfplay.h);
+  // this test counts rollouts t from 0, as the reference does, so it shifts them back.
+  for (json& e : h5["episodes"]) {
+    e["step"] = e["step"].get<int>() - 1;
+    e["rollout_id"] = e["rollout_id"].get<int>() - 1;
+  }
+  for (json& e : h5["environments"]) e["born"] = e["born"].get<int>() - 1;
   const json& episodes = h5["episodes"];
   std::map<std::string, json> env_table;  // environment id -> its /environments row
   for (const json& e : h5["environments"]) env_table[e["id"].get<std::string>()] = e;

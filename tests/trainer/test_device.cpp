@@ -93,6 +93,7 @@ TEST(Device, RunTrainOnCudaFailsBeforeWritingAnything) {
   if (torch::cuda::is_available()) GTEST_SKIP() << "a GPU is visible";
   const fs::path root = fs::path(SPADE_TEST_TMP) / "device_cuda";
   fs::remove_all(root);
+  fs::create_directories(root);  // run.out_dir
   Config config = parse_config(fixtures::tiny_run_yaml(root.string(), 2, 1), "tiny.yaml", {"train.device=cuda"});
   const std::string e = error_of([&] { run_train(config, {false}, [](const std::string&) {}); });
   EXPECT_NE(e.find("train.device is 'cuda' but CUDA is not available"), std::string::npos) << e;
@@ -104,6 +105,7 @@ TEST(Device, ExplicitCpuRunsTheColdStartWithCheckpointingAndBf16) {
   // the device is logged and saved in config.yaml, the warm-start loss is finite, weights stay fp32.
   const fs::path root = fs::path(SPADE_TEST_TMP) / "device_cpu";
   fs::remove_all(root);
+  fs::create_directories(root);  // run.out_dir
   Config config = parse_config(fixtures::tiny_run_yaml(root.string(), 2, 1), "tiny.yaml",
                                {"train.device=cpu", "train.activation_checkpointing=true", "train.autocast=bf16"});
   std::vector<std::string> lines;

@@ -377,7 +377,7 @@ TEST(DistributedTrain, TwoLocalRanksRunTwoSteps) {
   int n = 0;
   while (std::getline(in, line)) {
     const auto j = nlohmann::json::parse(line);
-    EXPECT_EQ(j["step"], n);
+    EXPECT_EQ(j["step"], n + 1);  // step numbers from 1
     EXPECT_EQ(j["envs/live"], 2) << line;
     EXPECT_EQ(j["batch/agent_samples"], 4) << line;  // 2 environments x 2 plays, from 2 ranks
     EXPECT_GT(j["train/tokens"].get<double>(), 0) << line;

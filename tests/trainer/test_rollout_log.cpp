@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
+#include "common/error.h"
 #include "tests/trainer/spawn_helpers.h"
 #include "trainer/rollout_log.h"
 
@@ -64,7 +66,7 @@ TEST(RolloutLog, AppendTruncateAndReadWithH5py) {
   EXPECT_EQ(log.num_episodes(), 6);
 
   nlohmann::json j = testutil::read_rollouts_h5(path, (dir / "read.json").string());
-  EXPECT_EQ(j["format"], "spade-rollouts-1");
+  EXPECT_EQ(j["format"], "spade-rollouts-2");
   EXPECT_EQ(j["total_episodes"], 6);
   ASSERT_EQ(j["episodes"].size(), 6u);
   const auto& e0 = j["episodes"][0];
@@ -106,4 +108,29 @@ TEST(RolloutLog, AppendTruncateAndReadWithH5py) {
   EXPECT_FALSE(torn.truncate(1));
   EXPECT_TRUE(fs::exists(path + ".corrupt"));
   EXPECT_EQ(torn.num_episodes(), 0);
+}
+
+// A rollouts.h5 of another format version (here format 1, whose env_source_hash used a wrong FNV
+// offset basis) is refused by name on open, never appended to: its hashes would not be comparable.
+TEST(RolloutLog, OtherFormatVersionIsRefusedByName) {
+  const fs::path dir = fs::path(SPADE_TEST_TMP) / "rollout_log_v1";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path path = dir / "rollouts.h5";
+  const fs::path script = dir / "make_v1.py";
+  {
+    std::ofstream py(script);
+    py << "import sys, h5py\nwith h5py.File(sys.argv[1], 'w') as f:\n"
+          "    f.attrs['format'] = 'spade-rollouts-1'\n    f.create_group('episodes')\n";
+  }
+  ASSERT_EQ(testutil::run_python(script.string(), {path.string()}, (dir / "make_v1.log").string()), 0);
+  try {
+    RolloutLog log(path.string());
+    FAIL() << "a format-1 file was opened";
+  } catch (const spade::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("spade-rollouts-1"), std::string::npos) << what;
+    EXPECT_NE(what.find("spade-rollouts-2"), std::string::npos) << what;
+    EXPECT_NE(what.find(path.string()), std::string::npos) << what;
+  }
 }

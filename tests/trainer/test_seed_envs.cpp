@@ -1,5 +1,6 @@
 // Seed environments (issue 2 step 2): at least 30, all six skills, each admitted by the validation
-// gates in the sandbox, and each solution() wins (reward 1.0, terminated) from several reset seeds.
+// gates in the sandbox (the solution gate included: solution() wins from the probe seeds 42, 123, 7),
+// and each solution() wins (reward 1.0, terminated) from reset seeds 0..4.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -23,6 +24,10 @@ TEST(SeedEnvs, CoverAllSkillsAndPassGatesAndSolutionsWin) {
   for (const auto& env : seeds) {
     envsandbox::ValidationReport report = envsandbox::validate_game(server, env.code);
     EXPECT_TRUE(report.admitted) << env.path << ": " << report.reason << " " << report.detail;
+    // Issue 17: the solution gate ran (every seed has solution()) and its solution won from the probe seeds.
+    ASSERT_FALSE(report.gates.empty()) << env.path;
+    EXPECT_EQ(report.gates.back().gate, "solution_wins") << env.path;
+    EXPECT_EQ(report.gates.back().verdict, "pass") << env.path << ": " << report.gates.back().detail;
     for (int seed = 0; seed < 5; ++seed) {
       std::string reason;
       auto game = envsandbox::Game::open(server, env.code, 25, &reason);

@@ -62,3 +62,30 @@ TEST(StepBench, UpdateMfuSumsEachSequenceAtItsOwnLength) {
   EXPECT_EQ(trainer::update_mfu(c, samples, 0.0, 1e-9), 0.0);
   EXPECT_EQ(trainer::update_mfu(c, samples, 2.0, 0.0), 0.0);
 }
+
+// `spade bench step` without a shape: the fit to the machine. Parameter counts from policy/model_shapes.h
+// (Qwen/Qwen3-4B and Qwen/Qwen3-0.6B config.json; tiny and 100m worked out there), checked against
+// num_parameters() first; the thresholds are 2 x 16 bytes a parameter of each, multiplied out by hand.
+TEST(StepBench, FitPicksTheLargestShapeWhoseStateTakesHalfTheFreeMemory) {
+  ASSERT_EQ(policy::named_model_shape("qwen3-4b").num_parameters(), 4022468096);
+  ASSERT_EQ(policy::named_model_shape("qwen3-0.6b").num_parameters(), 596049920);
+  ASSERT_EQ(policy::named_model_shape("100m").num_parameters(), 100094208);
+  const trainer::StepBenchFit cpu = trainer::fit_step_bench(std::nullopt);
+  EXPECT_EQ(cpu.shape, "tiny");
+  EXPECT_EQ(cpu.batch, 4);
+  EXPECT_EQ(cpu.seq, 256);
+  auto shape_at = [](int64_t free_bytes) { return trainer::fit_step_bench(free_bytes).shape; };
+  // qwen3-4b: 32 x 4,022,468,096 = 128,718,979,072 bytes.
+  EXPECT_EQ(shape_at(141000000000), "qwen3-4b");  // an H200's ~141 GB
+  EXPECT_EQ(shape_at(128718979072), "qwen3-4b");
+  EXPECT_EQ(shape_at(128718979071), "qwen3-0.6b");
+  EXPECT_EQ(shape_at(80000000000), "qwen3-0.6b");  // an 80 GB H100
+  // qwen3-0.6b: 32 x 596,049,920 = 19,073,597,440; 100m: 32 x 100,094,208 = 3,203,014,656.
+  EXPECT_EQ(shape_at(19073597440), "qwen3-0.6b");
+  EXPECT_EQ(shape_at(19073597439), "100m");
+  EXPECT_EQ(shape_at(3203014656), "100m");
+  EXPECT_EQ(shape_at(3203014655), "tiny");
+  EXPECT_EQ(shape_at(1000), "tiny");  // nothing fits: the smallest, and the step's own error says the rest
+  EXPECT_EQ(trainer::fit_step_bench(80000000000).batch, 8);
+  EXPECT_EQ(trainer::fit_step_bench(80000000000).seq, 4096);
+}

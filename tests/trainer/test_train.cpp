@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 TEST(Train, TinyRunWritesEveryOutput) {
   const fs::path root = fs::path(SPADE_TEST_TMP) / "train_tiny";
   fs::remove_all(root);
+  fs::create_directories(root);  // run.out_dir must exist (only the default runs/ is created)
   // train.peak_tflops set: perf/mfu is logged (tiny peak so the value is far from 0 on a CPU).
   const std::string yaml = fixtures::tiny_run_yaml(root.string(), /*threads=*/2, /*max_attempts=*/2) +
                            "train: {peak_tflops: 1.0e-6}\n";
@@ -45,7 +46,7 @@ TEST(Train, TinyRunWritesEveryOutput) {
     // perf/mfu (trainer/step_bench.h update_mfu, tested by hand in test_step_bench.cpp) is logged for
     // every step whose update took time (this tiny run's zero-variance groups may train nothing).
     EXPECT_EQ(j.contains("perf/mfu"), j["time/update_s"].get<double>() > 0) << line;
-    EXPECT_EQ(j["step"], n);
+    EXPECT_EQ(j["step"], n + 1);  // the n-th step is step n, as in the console and checkpoint names
     ++n;
   }
   EXPECT_EQ(n, 2);
@@ -86,6 +87,7 @@ TEST(Train, TinyRunWritesEveryOutput) {
 TEST(Train, BadKlReferenceFailsBeforeTheCorpusAndTheColdStart) {
   const fs::path root = fs::path(SPADE_TEST_TMP) / "train_bad_kl_reference";
   fs::remove_all(root);
+  fs::create_directories(root);
   const std::string missing = (root / "no_such_checkpoint").string();
   const std::string yaml = fixtures::tiny_run_yaml(root.string(), /*threads=*/1, /*max_attempts=*/1) +
                            "loss: {kl_coef: 0.005, kl_reference: " + missing + "}\n";

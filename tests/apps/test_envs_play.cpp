@@ -1,0 +1,78 @@
+// `spade envs play` by the real binary, input piped in: a line starting with ':' is a player command
+// and never reaches the game (the game below echoes every action it gets, so one that did would show as
+// "heard :..."), an unknown one is an error naming it, :help lists the commands, and after the episode
+// ends (terminated, or truncated at max_turns) no action is sent until :reset.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/atomic_file.h"
+#include "tests/testing/test_util.h"
+
+namespace {
+
+// Ends (terminated, reward 1) at the second action; truncated instead at max_turns when that is 1.
+const char* kCountGame = R"(class CountEnv:
+    def __init__(self, max_turns=25, **kw):
+        self.max_turns = max_turns
+
+    def reset(self, seed=None):
+        self.n = 0
+        return "count to two", {}
+
+    def step(self, action):
+        self.n += 1
+        done = self.n >= 2
+        truncated = not done and self.n >= self.max_turns
+        return "heard " + action, (1.0 if done else 0.0), done, truncated, {}
+
+    def solution(self):
+        return ["one", "two"]
+)";
+
+spade::fixtures::CommandResult play(const std::string& game, const std::string& input, const std::string& flags = "") {
+  return spade::fixtures::run_command("printf '" + input + "' | " + std::string(SPADE_BIN) + " envs play " + game +
+                                      " " + flags + " 2>&1");
+}
+
+size_t count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(EnvsPlay, ColonLinesAreCommandsAndTheEpisodeEndStopsPlay) {
+  const std::string game = spade::fixtures::fresh_test_dir("envs_play", "commands") + "/count.py";
+  spade::write_file_atomic(game, kCountGame);
+  const auto r = play(game, ":help\\n:rset\\n:solution\\none\\ntwo\\nthree\\n:bogus now\\n:reset\\nfour\\n:quit\\nfive\\n");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  for (const char* c : {":help", ":solution", ":reset", ":quit"}) EXPECT_TRUE(has(r.out, std::string("  ") + c)) << r.out;
+  EXPECT_TRUE(has(r.out, "error: unknown command ':rset'; did you mean ':reset'?")) << r.out;  // one deletion
+  EXPECT_TRUE(has(r.out, "error: unknown command ':bogus' (:help lists the commands")) << r.out;
+  EXPECT_FALSE(has(r.out, "heard :")) << r.out;  // no ':' line reached the game
+  EXPECT_TRUE(has(r.out, "heard one")) << r.out;
+  EXPECT_TRUE(has(r.out, "heard two")) << r.out;
+  // "two" ends the episode; "three" is refused with the same message, and not sent.
+  EXPECT_EQ(count(r.out, "episode over (reward +1.000); :reset to play again, :quit to leave"), 2u) << r.out;
+  EXPECT_FALSE(has(r.out, "heard three")) << r.out;
+  EXPECT_EQ(count(r.out, "=== episode (seed 0"), 2u) << r.out;  // the start and the :reset
+  EXPECT_TRUE(has(r.out, "heard four")) << r.out;
+  EXPECT_FALSE(has(r.out, "heard five")) << r.out;  // after :quit
+}
+
+TEST(EnvsPlay, TruncationEndsTheEpisodeToo) {
+  const std::string game = spade::fixtures::fresh_test_dir("envs_play", "truncated") + "/count.py";
+  spade::write_file_atomic(game, kCountGame);
+  const auto r = play(game, "one\\ntwo\\n:reset 7\\ntwo\\n", "--max-turns 1 --box");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "heard \\boxed{one}")) << r.out;  // --box wraps what is sent
+  EXPECT_TRUE(has(r.out, "truncated")) << r.out;
+  EXPECT_TRUE(has(r.out, "episode over (reward +0.000)")) << r.out;
+  EXPECT_FALSE(has(r.out, "heard \\boxed{two}\n  [turn 2")) << r.out;
+  EXPECT_TRUE(has(r.out, "=== episode (seed 7")) << r.out;
+  EXPECT_EQ(count(r.out, "heard \\boxed{two}"), 1u) << r.out;  // only after the reset
+}

@@ -1,0 +1,24 @@
+# The solution gate (issue 17): a one-shot guess of a seeded digit; solution() answers it (a bare
+# answer: the gate sends it boxed, as the agent does). Admitted.
+import random
+import re
+
+
+class DigitEnv:
+    def __init__(self, max_turns=5):
+        self.max_turns = max_turns
+        self.target = 0
+
+    def reset(self, seed=None):
+        self.target = random.Random(seed).randint(1, 9)
+        return "Guess the digit (1-9) in \\boxed{}.", {}
+
+    def step(self, action):
+        m = re.search(r"\\boxed\{(.*?)\}", action)
+        guess = (m.group(1) if m else action).strip()
+        if guess == str(self.target):
+            return "Correct!", 1.0, True, False, {}
+        return "Wrong.", 0.0, True, False, {}
+
+    def solution(self):
+        return [str(self.target)]
