@@ -75,6 +75,15 @@ int64_t host_ppid(pid_t pid) {
   return ppid;
 }
 
+// The state letter of /proc/PID/stat ('T' stopped, 'S' sleeping, ...); 0 when unreadable.
+char process_state(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  size_t paren = line.rfind(')');
+  return paren == std::string::npos || paren + 2 >= line.size() ? 0 : line[paren + 2];
+}
+
 struct Hostile {
   const char* file;
   bool admitted;
@@ -303,6 +312,15 @@ TEST(PoolDefences, AStoppedSpareIsDiscardedNotHandedOver) {
   ASSERT_EQ(spares.size(), 1u);
   usleep(200000);  // let it finish its warm-up and block on its channel
   ASSERT_EQ(kill(spares[0], SIGSTOP), 0);
+  // kill() only queues the signal: the spare stops when it is next scheduled, which on a loaded machine
+  // came after the spawn below (the zygote then rightly found it running; 2026-12-04, load average 7 on
+  // 2 cores). The zygote can only discard a spare that is stopped when it looks.
+  bool stopped = false;
+  for (int i = 0; i < 300 && !stopped; ++i) {
+    stopped = process_state(spares[0]) == 'T';
+    if (!stopped) usleep(10000);
+  }
+  ASSERT_TRUE(stopped) << "the spare did not stop within 3 s of SIGSTOP";
   auto next = server.spawn();
   EXPECT_NE(next->pid(), spares[0]) << "the stopped spare was handed over";
   CallResult load = next->load(program("good_guess.py"));
