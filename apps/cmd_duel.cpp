@@ -12,11 +12,14 @@
 //       generate` command that fills it. Exit status 1 when the match was played without a single
 //       contested turn (every defense dropped); its record, if written, carries a "warning". A side
 //       without tasks on a repository is legal (paper §3.4: its Red turns are Blue wins) and noted.
+//       --turns (default 1, as bank generate's --slots) above a participant's slots on a repository is
+//       a usage error naming both numbers.
 //   spade duel tournament --participant ID... [--script ID=FILE.json]... [--endpoints FILE.yaml]
 //                    [--late-entrant ID --prior MATCHES.json] --spec FILE.yaml... [--work DIR] [--bank FILE]
 //                    [--turns N] [--id T] [--dir D] [--bootstrap N] [--seed S]
 //       A resumable round robin (evaldual/tournament.h): rerun the same command after a crash and it
-//       continues; writes D/state.json, D/matches.json and D/rankings.json. Tasks come from the bank,
+//       continues; writes D/state.json, D/matches.json, D/rankings.json and the page D/leaderboard.html
+//       (evaldual/leaderboard_page.h). Tasks come from the bank,
 //       which is checked as for `match` (exit status 2 when no participant has a task).
 // Outputs follow common/output_path.h: --work is new, empty, or a work directory these commands made
 // (marked by .spade-duel-work); --bank is new or a task bank to extend; --dir is new, empty, or a
@@ -44,6 +47,7 @@
 #include "evaldual/diff.h"
 #include "evaldual/input_fields.h"
 #include "evaldual/duel_match.h"
+#include "evaldual/leaderboard_page.h"
 #include "evaldual/model_agent.h"
 #include "evaldual/protocol.h"
 #include "evaldual/repo_spec.h"
@@ -141,11 +145,14 @@ std::unique_ptr<ev::ScriptedAgent> load_script(const std::string& path) {
 constexpr int kUsageError = 2;
 
 // The bank a match or tournament reads: it must exist and hold a task of at least one of `ids` on
-// `repos` (otherwise every turn would be an automatic Blue win and every match a meaningless draw).
-// Returns 0 after printing a note for each participant that has no task on a repository (its Red turns
-// there are automatic Blue wins, paper §3.4), or prints the problem, the bank's path and the command
-// that fills it and returns kUsageError.
-int check_bank(const std::string& bank_path, const std::vector<std::string>& ids, const Common& c, const char* command) {
+// `repos` (otherwise every turn would be an automatic Blue win and every match a meaningless draw), and
+// `turns` tasks per repository and side may not exceed the slots a participant generated there (paper
+// §3.4 scores a missing task as a Blue win only for a slot that was tried and exhausted, not for one
+// that was never asked for). Returns 0 after printing a note for each participant that has no task on a
+// repository (its Red turns there are automatic Blue wins), or prints the problem, the bank's path and
+// the command that fixes it and returns kUsageError.
+int check_bank(const std::string& bank_path, const std::vector<std::string>& ids, const Common& c, const char* command,
+               int turns) {
   std::string specs;
   for (const auto& s : c.specs) specs += " --spec " + s;
   auto fill = [&] {
@@ -163,6 +170,17 @@ int check_bank(const std::string& bank_path, const std::vector<std::string>& ids
   std::vector<std::string> notes;
   for (const auto& id : ids) {
     for (const auto& r : repos) {
+      const int slots = tb.slot_count(id, r);
+      if (slots > 0 && turns > slots) {
+        std::fprintf(stderr,
+                     "error: duel %s: --turns %d asks for %d tasks per repository and side, but %s has %d slot%s on "
+                     "%s in %s (bank generate --slots %d): the other Red turns would be automatic Blue wins for tasks "
+                     "never asked for; pass --turns %d, or generate %d slots: spade duel bank generate --participant "
+                     "%s --slots %d ...\n",
+                     command, turns, turns, id.c_str(), slots, slots == 1 ? "" : "s", r.c_str(), bank_path.c_str(),
+                     slots, slots, turns, id.c_str(), turns);
+        return kUsageError;
+      }
       size_t k = tb.task_ids(id, r).size();
       total += static_cast<int>(k);
       if (k == 0) notes.push_back(id + " has no task on " + r + ": its Red turns there are automatic Blue wins");
@@ -416,7 +434,8 @@ void add_duel_protocol_commands(CLI::App* duel) {
     struct Args {
       Common c;
       std::string a, a_script, b, b_script, endpoints, bank, out, id = "match";
-      int turns = 3;
+      int turns = 1;  // = bank generate's --slots default: one task per repository and side
+      int workers = ev::MatchConfig{}.workers;
       bool overwrite = false;
     };
     auto a = std::make_shared<Args>();
@@ -430,6 +449,8 @@ void add_duel_protocol_commands(CLI::App* duel) {
     m->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite)");
     m->add_option("--turns", a->turns, "tasks per repository per side")->check(CLI::Range(1, std::numeric_limits<int>::max()));
     m->add_option("--match-id", a->id, "match id");
+    m->add_option("--workers", a->workers, "turns played at once (the record does not depend on it)")
+        ->check(CLI::Range(1, 64));
     m->add_option("--out", a->out,
                   "write the match record JSON here (the `spade duel rate` input form): a new or empty file in an "
                   "existing directory");
@@ -444,13 +465,14 @@ void add_duel_protocol_commands(CLI::App* duel) {
         rule.inputs.insert(rule.inputs.end(), {bank, a->a_script, a->b_script, a->endpoints});
         if (!a->out.empty()) check_output(a->out, OutputKind::file, rule);  // before the match is played
         claim_work_dir(a->c, /*create=*/false);
-        if (int rc = check_bank(bank, {a->a, a->b}, a->c, "match")) return rc;
+        if (int rc = check_bank(bank, {a->a, a->b}, a->c, "match", a->turns)) return rc;
         const std::vector<ev::PreparedRepo> repos = prepared(a->c);
         ev::TaskBank tb(bank);
         auto agent_a = make_agent(a->a, a->a_script, a->endpoints, "--a-script");
         auto agent_b = make_agent(a->b, a->b_script, a->endpoints, "--b-script");
         ev::MatchConfig mc;
         mc.turns_per_player = a->turns;
+        mc.workers = a->workers;
         ev::MatchRecord r = ev::play_match(tb, {a->a, agent_a.get()}, {a->b, agent_b.get()}, repos,
                                            protocol_config(a->c), mc, a->id);
         for (const auto& t : r.turns)
@@ -475,7 +497,8 @@ void add_duel_protocol_commands(CLI::App* duel) {
       Common c;
       std::vector<std::string> participants, scripts;
       std::string endpoints, bank, id = "tournament", dir, late_entrant, prior;
-      int turns = 3, bootstrap = 1000;
+      int turns = 1, bootstrap = 1000;  // turns = bank generate's --slots default
+      int workers = ev::MatchConfig{}.workers;
       uint64_t seed = 42;
     };
     auto a = std::make_shared<Args>();
@@ -489,6 +512,8 @@ void add_duel_protocol_commands(CLI::App* duel) {
     t->add_option("--bank", a->bank, "task bank SQLite file (default WORK/bank.sqlite; fill it with `bank generate`)");
     t->add_option("--turns", a->turns, "tasks per repository per side")->check(CLI::Range(1, std::numeric_limits<int>::max()));
     t->add_option("--id", a->id, "tournament id; match ids derive from it");
+    t->add_option("--workers", a->workers, "turns of a match played at once (the records do not depend on it)")
+        ->check(CLI::Range(1, 64));
     t->add_option("--dir", a->dir,
                   "tournament directory: state.json, matches.json, rankings.json (default WORK/tournaments/ID); new, "
                   "empty, or a tournament's to resume");
@@ -519,7 +544,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
         for (const auto& [id, script] : script_of) dir_rule.inputs.push_back(script);
         claim_work_dir(a->c, /*create=*/false);
         check_output(dir, OutputKind::directory, dir_rule);
-        if (int rc = check_bank(bank, players, a->c, "tournament")) return rc;
+        if (int rc = check_bank(bank, players, a->c, "tournament", a->turns)) return rc;
         std::map<std::string, std::unique_ptr<ev::Agent>> agents;
         for (const std::string& p : players) {
           auto it = script_of.find(p);
@@ -530,6 +555,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
         const ev::ProtocolConfig protocol = protocol_config(a->c);
         ev::MatchConfig mc;
         mc.turns_per_player = a->turns;
+        mc.workers = a->workers;
         ev::TournamentOptions to;
         to.seed = a->seed;
         if (!a->prior.empty()) to.prior_matches = ev::load_matches(a->prior);  // errors name the file and field
@@ -557,8 +583,10 @@ void add_duel_protocol_commands(CLI::App* duel) {
         rated.insert(rated.end(), matches.begin(), matches.end());
         ev::Rankings r = ev::compute_rankings(rated, ro);
         write_file_atomic(dir + "/rankings.json", ev::rankings_to_json(r).dump(2) + "\n");
+        write_file_atomic(dir + "/leaderboard.html", ev::leaderboard_html(r));
         std::fputs(ev::rankings_table(r).c_str(), stdout);
-        std::printf("%zu matches in %s (state.json, matches.json, rankings.json)\n", matches.size(), dir.c_str());
+        std::printf("%zu matches in %s (state.json, matches.json, rankings.json, leaderboard.html)\n", matches.size(),
+                    dir.c_str());
         for (const std::string& p : players) print_usage(p, agents.at(p).get());
         return 0;
       });

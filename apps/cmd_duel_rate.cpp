@@ -5,8 +5,9 @@
 //       Rates any list of match records (evaldual/match_record.h: an array, or an object with a
 //       "matches" array such as an exported rankings JSON) and writes the rankings JSON
 //       (evaldual/rankings.h). Without --out the JSON goes to stdout; with it, a table does.
-//   spade duel report --rankings rankings.json [--format md|latex] [--out FILE [--overwrite]]
-//       The leaderboard as a Markdown or LaTeX table (evaldual/report.h).
+//   spade duel report --rankings rankings.json [--format md|latex|html] [--out FILE [--overwrite]]
+//       The leaderboard as a Markdown or LaTeX table (evaldual/report.h) or a web page
+//       (evaldual/leaderboard_page.h).
 //   spade bench duel [--participants 11] [--matches 50] [--turns 30] [--bootstrap 1000] [--repeats 5]
 //       Times one full rating (BT + 1000-draw match bootstrap + Elo + contested-turn BT with its own
 //       bootstrap + per-role Elo) of a synthetic tournament: a round robin of N-1 participants plus a
@@ -37,6 +38,7 @@
 #include "common/output_path.h"
 #include "evaldual/input_fields.h"
 #include "evaldual/rankings.h"
+#include "evaldual/leaderboard_page.h"
 #include "evaldual/report.h"
 #include "evaldual/schedule.h"
 
@@ -307,9 +309,11 @@ void add_report_command(CLI::App* duel) {
     bool overwrite = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* report = duel->add_subcommand("report", "render a rankings JSON as a Markdown or LaTeX leaderboard table");
+  CLI::App* report = duel->add_subcommand(
+      "report", "render a rankings JSON as a Markdown or LaTeX leaderboard table, or a self-contained web page");
   report->add_option("--rankings", args->rankings, "rankings JSON written by `spade duel rate`")->required();
-  report->add_option("--format", args->format, "md or latex")->check(CLI::IsMember({"md", "latex"}));
+  report->add_option("--format", args->format, "md, latex, or html (one static page with charts; opens offline)")
+      ->check(CLI::IsMember({"md", "latex", "html"}));
   report->add_option("--out", args->out,
                      "write the report here (atomically; a new or empty file in an existing directory); default stdout");
   report->add_flag("--overwrite", args->overwrite, "replace a non-empty --out (never the --rankings file)");
@@ -323,7 +327,9 @@ void add_report_command(CLI::App* duel) {
       if (!a.out.empty()) check_output(a.out, OutputKind::file, rule);
       const json doc = evaldual::read_json_document(a.rankings);
       evaldual::Rankings r = evaldual::rankings_from_json(doc, a.rankings);
-      std::string text = a.format == "latex" ? evaldual::rankings_latex(r) : evaldual::rankings_markdown(r);
+      const std::string text = a.format == "latex"  ? evaldual::rankings_latex(r)
+                               : a.format == "html" ? evaldual::leaderboard_html(r)
+                                                    : evaldual::rankings_markdown(r);
       if (a.out.empty()) std::fputs(text.c_str(), stdout);
       else write_output_file(a.out, text, rule);
       return 0;

@@ -8,8 +8,14 @@
 // A match without a single contested turn (every turn an automatic win, or every defense dropped)
 // carries no information about either side: its record says so (extra "warning", and
 // contested_turns() == 0), and `spade duel match` fails on it.
+// Spend: each played turn's extra holds its Blue session's "cost" (USD) and "tokens" (0 when the defense
+// cache answered), the match's extra their sums; the Red sessions' spend is on the task (TaskRecord).
 //
-// Thread-safety: play_match() is reentrant for distinct work directories; the bank is thread-safe.
+// Turns are played by MatchConfig::workers threads at once (each turn's Blue session and scoring run in
+// their own directories) and recorded in schedule order, so the record is the same for any worker count.
+//
+// Thread-safety: play_match() is reentrant for distinct work directories; the bank is thread-safe;
+// both agents' open_session() is called from several threads.
 #pragma once
 #include <string>
 #include <vector>
@@ -19,9 +25,13 @@
 
 namespace spade::evaldual {
 
-/// Match settings (reference §7 arena.yaml: turns_per_player 3).
+/// Match settings. turns_per_player: the reference's arena file says 3 but banks 1 task per repository,
+/// so 2 of its 3 turns per side are automatic Blue wins out of the box; ours is 1, equal to
+/// ProtocolConfig::slots_per_repo (reference §7: 1 target per repository), and `spade duel match` refuses
+/// more turns than a participant has slots.
 struct MatchConfig {
-  int turns_per_player = 3;   // N: tasks per repository per side
+  int turns_per_player = 1;   // N: tasks per repository per side
+  int workers = 5;            // turns played at once (reference §7: 5 workers); the record does not depend on it
   double draw_margin = 0.25;
   bool use_defense_cache = true;
 };

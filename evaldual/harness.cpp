@@ -68,7 +68,7 @@ std::string trajectory_json(const SessionResult& r) {
                      {"cumulative_seconds", s.cumulative_seconds}, {"recovery", s.recovery}});
   nlohmann::json j = {{"exit_status", exit_status_name(r.exit)}, {"steps", steps},
                       {"missing_artifacts", r.missing_artifacts}, {"recovery_turns_used", r.recovery_turns_used},
-                      {"seconds", r.seconds}, {"cost", r.cost}, {"error", r.error}};
+                      {"seconds", r.seconds}, {"cost", r.cost}, {"tokens", r.tokens}, {"error", r.error}};
   return j.dump(1);
 }
 
@@ -127,6 +127,7 @@ SessionResult run_session(Policy& policy, const WorkspaceSandbox& sandbox, const
     ts.tokens = reply.prompt_tokens + reply.completion_tokens;
     ts.cost = reply.cost;
     res.cost += reply.cost;
+    res.tokens += ts.tokens;
     res.messages.push_back({"assistant", reply.content});
     std::vector<std::string> blocks = bash_blocks(reply.content);
     bool submitted = false;

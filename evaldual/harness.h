@@ -97,7 +97,8 @@ struct SessionResult {
   std::vector<std::string> missing_artifacts;  // still missing at the end (empty = complete)
   int recovery_turns_used = 0;
   double seconds = 0.0;
-  double cost = 0.0;
+  double cost = 0.0;                           // USD, summed over the steps
+  int64_t tokens = 0;                          // prompt + completion tokens, summed over the steps
   std::string error;                           // ExitStatus::Error: the policy's message
 };
 

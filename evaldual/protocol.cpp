@@ -104,7 +104,10 @@ std::string session_key(const SessionContext& c) {
 
 std::unique_ptr<Policy> ScriptedAgent::open_session(const SessionContext& ctx) {
   std::string key = session_key(ctx);
-  opened_.push_back(key);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    opened_.push_back(key);
+  }
   auto it = scripts_.find(key);
   return std::make_unique<ReplayPolicy>(it == scripts_.end() ? std::vector<std::string>{} : it->second);
 }
@@ -363,6 +366,10 @@ AttemptResult run_red_attempt(Agent& agent, const std::string& red_id, const Pre
     return passed;
   };
   SessionContext ctx{red_id, "red_a", repo.spec.name, slot, attempt, red_id, ""};
+  auto account = [&](const SessionResult& s) {  // the attempt's spend, kept on the admitted task
+    res.task.cost += s.cost;
+    res.task.tokens += s.tokens;
+  };
 
   // ---- Session A: the feature ----
   std::string wsA = (base / "A").string();
@@ -377,6 +384,7 @@ AttemptResult run_red_attempt(Agent& agent, const std::string& red_id, const Pre
     SessionResult s = run_session(*policy, WorkspaceSandbox(wsA), red_a_prompt(repo, earlier, cfg), cfg.red_harness, missingA,
                                   (base / "A.trajectory.json").string());
     rec.trajectories.emplace_back("A", trajectory_json(s));
+    account(s);
     if (s.exit == ExitStatus::WallClockTimeout) return fail("timeout-feature", "", "session A hit the wall clock");
     if (s.exit == ExitStatus::Error) return fail("incomplete-feature", "", "session A: " + s.error);
     if (!s.missing_artifacts.empty()) return fail("incomplete-feature", "", "missing: " + s.missing_artifacts.front());
@@ -433,6 +441,7 @@ AttemptResult run_red_attempt(Agent& agent, const std::string& red_id, const Pre
     SessionResult s = run_session(*policy, WorkspaceSandbox(wsB), red_b_prompt(repo, meta.value("feature_spec", ""), d_f),
                                   cfg.red_harness, missingB, (base / "B.trajectory.json").string());
     rec.trajectories.emplace_back("B", trajectory_json(s));
+    account(s);
     if (s.exit == ExitStatus::WallClockTimeout) return fail("timeout-bug", "", "session B hit the wall clock");
     if (s.exit == ExitStatus::Error) return fail("incomplete-bug", "", "session B: " + s.error);
     if (!s.missing_artifacts.empty()) return fail("incomplete-bug", "", "missing: " + s.missing_artifacts.front());
@@ -480,6 +489,7 @@ AttemptResult run_red_attempt(Agent& agent, const std::string& red_id, const Pre
     SessionContext c{red_id, "red_c", repo.spec.name, slot, attempt, red_id, pub.task_id};
     DefenseResult review = run_defense(agent, c, repo, pub, sealed, cfg);
     rec.trajectories.emplace_back("C", trajectory_json(review.session));
+    account(review.session);
     std::string detail = review.completed ? review.score.outcome + (review.score.detail.empty() ? "" : ": " + review.score.detail)
                                           : "self-review session failed: " + review.session.error;
     if (!gate("self_review", review.completed && review.score.blue_composite == 1.0, detail))

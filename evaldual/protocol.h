@@ -24,6 +24,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,6 +49,7 @@ struct SessionContext {
 
 /// A participant's agent: hands out one fresh Policy per session (paper §3.2 "Every session starts
 /// with a fresh context"). Implementations: ScriptedAgent (replay); ModelAgent (evaldual/model_agent.h: an OpenAI-compatible endpoint).
+/// open_session() must be thread-safe: a match plays its turns in parallel (duel_match.h).
 class Agent {
  public:
   virtual ~Agent() = default;
@@ -59,15 +61,22 @@ class Agent {
 std::string session_key(const SessionContext& ctx);
 
 /// Replays scripted commands per session (ReplayPolicy). A session without a script submits at once.
+/// Thread-safety: add() before play; open_session() and opened() may be called concurrently.
 class ScriptedAgent : public Agent {
  public:
+  ScriptedAgent() = default;
+  ScriptedAgent(const ScriptedAgent& other) : scripts_(other.scripts_), opened_(other.opened()) {}
   void add(const std::string& key, std::vector<std::string> commands) { scripts_[key] = std::move(commands); }
   std::unique_ptr<Policy> open_session(const SessionContext& ctx) override;
-  /// Keys opened so far, in order (for tests).
-  const std::vector<std::string>& opened() const { return opened_; }
+  /// Keys opened so far, in the order the sessions were opened (for tests).
+  std::vector<std::string> opened() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return opened_;
+  }
 
  private:
   std::map<std::string, std::vector<std::string>> scripts_;
+  mutable std::mutex mu_;
   std::vector<std::string> opened_;
 };
 

@@ -35,7 +35,7 @@ json to_json(const TaskRecord& r) {
   json gates = json::array();
   for (const auto& g : r.gates) gates.push_back(to_json(g));
   return {{"task_id", r.task_id}, {"red", r.red},     {"repo", r.repo}, {"repo_pin", r.repo_pin}, {"slot", r.slot},
-          {"attempt", r.attempt}, {"gates", gates},   {"cost", r.cost}, {"created_at", r.created_at}};
+          {"attempt", r.attempt}, {"gates", gates},   {"cost", r.cost}, {"tokens", r.tokens}, {"created_at", r.created_at}};
 }
 
 PublicBundle public_from_json(const json& j) {
@@ -83,6 +83,7 @@ TaskRecord record_from_json(const json& j) {
     for (const auto& g : j.value("gates", json::array()))
       r.gates.push_back({g.value("gate", ""), g.value("passed", false), g.value("detail", "")});
     r.cost = j.value("cost", 0.0);
+    r.tokens = j.value("tokens", int64_t{0});
     r.created_at = j.value("created_at", "");
     return r;
   } catch (const json::exception& e) {

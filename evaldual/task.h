@@ -50,7 +50,8 @@ struct TaskRecord {
   int slot = 0;
   int attempt = 0;          // 1-based attempt that was admitted
   std::vector<GateResult> gates;
-  double cost = 0.0;
+  double cost = 0.0;        // USD of the admitted attempt's sessions A, B and C
+  int64_t tokens = 0;       // their prompt + completion tokens
   std::string created_at;   // ISO 8601 UTC
 };
 

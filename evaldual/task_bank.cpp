@@ -240,6 +240,13 @@ SlotState TaskBank::slot_state(const std::string& red, const std::string& repo, 
   return st == "admitted" ? SlotState::admitted : st == "exhausted" ? SlotState::exhausted : SlotState::open;
 }
 
+int TaskBank::slot_count(const std::string& red, const std::string& repo) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "SELECT COUNT(*) FROM slots WHERE red=? AND repo=?", path_);
+  s.bind(red).bind(repo);
+  return s.step() ? static_cast<int>(s.integer(0)) : 0;
+}
+
 void TaskBank::set_slot_state(const std::string& red, const std::string& repo, int slot, SlotState st) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt(db_, "INSERT INTO slots(red, repo, slot, state) VALUES(?,?,?,?) ON CONFLICT(red, repo, slot) DO UPDATE SET state=excluded.state", path_)

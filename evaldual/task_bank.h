@@ -72,6 +72,8 @@ class TaskBank {
   /// Attempts of `red` on `repo` (all slots), in order.
   std::vector<AttemptRecord> attempts(const std::string& red, const std::string& repo) const;
   SlotState slot_state(const std::string& red, const std::string& repo, int slot) const;
+  /// Slots `red` has on `repo` (open, admitted or exhausted): how many `bank generate --slots` made.
+  int slot_count(const std::string& red, const std::string& repo) const;
   void set_slot_state(const std::string& red, const std::string& repo, int slot, SlotState s);
 
   /// Defense cache: a scored Blue run of `blue` on `task_id` (JSON of a TurnScore), if any.

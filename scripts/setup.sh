@@ -18,6 +18,7 @@ PACKAGES=(
   python3-h5py                               # tests/trainer reads rollouts.h5 back
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev
+  chromium zlib1g-dev                        # tests load the HTML reports headless and decode the screenshots
 )
 
 SUDO=""

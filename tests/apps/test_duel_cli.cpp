@@ -47,6 +47,29 @@ TEST(DuelCli, MatchOnAMissingOrEmptyBankIsAUsageError) {
   EXPECT_NE(r.out.find("duel tournament: the task bank"), std::string::npos) << r.out;
 }
 
+TEST(DuelCli, MoreTurnsThanSlotsIsAUsageErrorNamingBoth) {
+  // alice generated 1 slot on pyfix (exhausted: tried 5 times, no task); asking for 3 turns per side
+  // would score 2 Red turns of tasks never asked for as Blue wins. Matches default to 1 turn (= the
+  // bank's default of 1 slot), which passes this check and stops only at the empty bank.
+  const std::string work = fresh("turns_vs_slots");
+  { spade::evaldual::TaskBank bank(work + "/bank.sqlite"); bank.set_slot_state("alice#replay", "pyfix", 0,
+                                                                               spade::evaldual::SlotState::exhausted); }
+  const std::string args = "duel match --a alice#replay --b bob#replay --spec " + kSpec + " --work " + work;
+  auto r = spade_cmd(args + " --turns 3");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("--turns 3 asks for 3 tasks per repository and side, but alice#replay has 1 slot on pyfix"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pass --turns 1, or generate 3 slots"), std::string::npos) << r.out;
+  r = spade_cmd(args);
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_EQ(r.out.find("asks for"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("holds no task of alice#replay, bob#replay"), std::string::npos) << r.out;
+  r = spade_cmd("duel tournament --participant alice#replay --participant bob#replay --spec " + kSpec + " --work " +
+                work + " --turns 2");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("duel tournament: --turns 2 asks for 2 tasks"), std::string::npos) << r.out;
+}
+
 TEST(DuelCli, ReportNamesAMatchListAndRateRefusesNegativeBootstrap) {
   const std::string dir = fresh("report");
   spade::write_file_atomic(dir + "/matches.json", kMatches);
@@ -67,6 +90,15 @@ TEST(DuelCli, ReportNamesAMatchListAndRateRefusesNegativeBootstrap) {
   r = spade_cmd("duel report --rankings " + dir + "/rankings.json");
   ASSERT_EQ(r.rc, 0) << r.out;
   for (const char* p : {"| 1 | x |", "| 1 | y |", "| 1 | z |"}) EXPECT_NE(r.out.find(p), std::string::npos) << p << "\n" << r.out;
+  // The web page of the same rankings (evaldual/leaderboard_page.h; rendered in Chromium by
+  // tests/evaldual/test_leaderboard_page.cpp): one row per player, all at rank 1.
+  r = spade_cmd("duel report --rankings " + dir + "/rankings.json --format html --out " + dir + "/board.html");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string page = spade::read_file(dir + "/board.html");
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* p : {"<tr class=\"participant\" data-rank=\"1\"><td>1</td><td class=\"id\">x</td>",
+                        "<td class=\"id\">y</td>", "<td class=\"id\">z</td>"})
+    EXPECT_NE(page.find(p), std::string::npos) << p;
   // A rankings file with a wrong field: the file, the field, what was expected.
   std::string text = spade::read_file(dir + "/rankings.json");
   text.replace(text.find("\"points\": "), 10, "\"points\": \"many\", \"was\": ");

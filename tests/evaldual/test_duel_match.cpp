@@ -375,6 +375,29 @@ TEST(DuelMatch, FullMatchOnFixtureRepos) {
   }
   EXPECT_EQ(blue_trajectories, 3);
 
+  // Spend (replay agents: tokens are the reply's words, cost 0): the match's tokens are its turns',
+  // which are the Blue sessions' steps as their trajectory files record them; the admitted task's
+  // tokens are those of its attempt's sessions A, B and C.
+  int64_t blue_tokens = 0, turn_tokens = 0;
+  for (const auto& e : fs::directory_iterator(arena.protocol.work_dir + "/defense"))
+    if (e.path().filename().string().rfind("blue-", 0) == 0) {
+      const nlohmann::json trajectory = nlohmann::json::parse(spade::read_file((e.path() / "trajectory.json").string()));
+      for (const auto& step : trajectory["steps"]) blue_tokens += step["tokens"].get<int64_t>();
+    }
+  for (const TurnRecord& t : m.turns) turn_tokens += t.extra.value("tokens", int64_t{0});
+  EXPECT_GT(blue_tokens, 0);
+  EXPECT_EQ(turn_tokens, blue_tokens);
+  EXPECT_EQ(m.extra["tokens"].get<int64_t>(), blue_tokens);
+  EXPECT_EQ(m.extra["cost"].get<double>(), 0.0);
+  int64_t task_tokens = 0;
+  const std::vector<AttemptRecord> alice_attempts = bank.attempts(kAlice, "pyfix");
+  for (const auto& [session, json_text] : alice_attempts.at(4).trajectories) {
+    const nlohmann::json trajectory = nlohmann::json::parse(json_text);
+    for (const auto& step : trajectory["steps"]) task_tokens += step["tokens"].get<int64_t>();
+  }
+  EXPECT_GT(task_tokens, 0);
+  EXPECT_EQ(bank.load_record(alice_task).tokens, task_tokens);
+
   // The record is what the ratings layer reads.
   MatchRecord back = match_from_json(match_to_json(m), "test");
   EXPECT_EQ(back.turns.size(), 4u);
@@ -386,11 +409,24 @@ TEST(DuelMatch, FullMatchOnFixtureRepos) {
   EXPECT_EQ(bob.opened().size(), opened_bob);
   EXPECT_EQ(*again.score_a, 2.0);
   EXPECT_EQ(again.turns[1].extra["cached"], true);
+  EXPECT_EQ(again.extra["tokens"], 0);  // no session ran
 
   // Every attempt kept its session trajectories (A, B, C as far as it got).
   auto alice_py = bank.attempts(kAlice, "pyfix");
   EXPECT_EQ(alice_py[0].trajectories.size(), 1u);  // stopped after A
   EXPECT_EQ(alice_py[4].trajectories.size(), 3u);  // admitted: A, B, C
+
+  // The worker count does not change the record: the same match replayed without the defense cache
+  // by one worker (every Blue session and scoring run again) equals the first, played by 5 workers.
+  EXPECT_EQ(mc.workers, 5);
+  MatchConfig serial = mc;
+  serial.workers = 1;
+  serial.use_defense_cache = false;
+  MatchRecord one = play_match(bank, a, b, arena.repos, arena.protocol, serial, "m-0001");
+  ASSERT_EQ(one.turns.size(), m.turns.size());
+  for (size_t i = 0; i < m.turns.size(); ++i) EXPECT_EQ(turn_to_json(one.turns[i]), turn_to_json(m.turns[i])) << i;
+  EXPECT_EQ(*one.score_a, *m.score_a);
+  EXPECT_EQ(one.extra["tokens"], m.extra["tokens"]);
 
   // A repository whose pin moved makes its tasks stale: the match refuses them.
   std::vector<PreparedRepo> moved = arena.repos;
