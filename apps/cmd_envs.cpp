@@ -5,6 +5,7 @@
 #include "apps/commands.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/terminal_text.h"
 #include "envsandbox/sandbox.h"
 #include "envsandbox/repair.h"
 #include "envsandbox/validate.h"
@@ -53,12 +54,15 @@ void add_envs_commands(CLI::App& app) {
           reports.push_back(j);
           continue;
         }
-        std::printf("%s: %s%s%s\n", args->files[i].c_str(), r.admitted ? "ADMITTED" : "REJECTED",
-                    r.admitted ? "" : " -- ", r.admitted ? "" : r.reason.c_str());
+        // Program-supplied text (exception messages in the details) is escaped, as --json does: it must
+        // not move the cursor, forge report lines or reach the window title or clipboard (issue 24).
+        auto safe = [](const std::string& text) { return escape_for_terminal(text); };
+        std::printf("%s: %s%s%s\n", safe(args->files[i]).c_str(), r.admitted ? "ADMITTED" : "REJECTED",
+                    r.admitted ? "" : " -- ", r.admitted ? "" : safe(r.reason).c_str());
         for (const envsandbox::GateResult& g : r.gates)
           std::printf("  %-30s %-5s %8.1f ms  %s%s%s\n", g.gate.c_str(), g.verdict.c_str(), g.seconds * 1e3,
-                      g.reason.c_str(), g.detail.empty() ? "" : ": ", g.detail.c_str());
-        if (!r.admitted && !r.detail.empty()) std::printf("  detail: %s\n", r.detail.c_str());
+                      safe(g.reason).c_str(), g.detail.empty() ? "" : ": ", safe(g.detail).c_str());
+        if (!r.admitted && !r.detail.empty()) std::printf("  detail: %s\n", safe(r.detail).c_str());
       }
       if (args->json) std::printf("%s\n", (reports.size() == 1 ? reports[0] : reports).dump(2).c_str());
       return all ? 0 : 1;

@@ -15,6 +15,7 @@
 #include "common/edit_distance.h"
 #include "common/error.h"
 #include "common/strings.h"
+#include "common/terminal_text.h"
 #include "envsandbox/game.h"
 #include "envsandbox/sandbox.h"
 
@@ -60,9 +61,13 @@ void add_envs_play_command(CLI::App& envs) {
       }
       envsandbox::EnvServer server;
       std::string reason, detail;
+      // Everything the program supplies is escaped before it reaches the terminal (issue 24);
+      // observations keep their line breaks and tabs (boards, tables).
+      auto one_line = [](const std::string& text) { return escape_for_terminal(text); };
+      auto multi_line = [](const std::string& text) { return escape_for_terminal(text, true); };
       auto game = envsandbox::Game::open(server, source, args->max_turns, &reason, &detail);
       if (!game) {
-        std::printf("cannot load %s: %s -- %s\n", args->file.c_str(), reason.c_str(), detail.c_str());
+        std::printf("cannot load %s: %s -- %s\n", one_line(args->file).c_str(), reason.c_str(), one_line(detail).c_str());
         return 1;
       }
       int turn = 0;
@@ -71,11 +76,11 @@ void add_envs_play_command(CLI::App& envs) {
       auto start = [&](int64_t seed) -> bool {
         auto obs = game->reset(seed, &reason, &detail);
         if (!obs) {
-          std::printf("reset failed: %s -- %s\n", reason.c_str(), detail.c_str());
+          std::printf("reset failed: %s -- %s\n", reason.c_str(), one_line(detail).c_str());
           return false;
         }
         std::printf("=== episode (seed %lld, max_turns %lld) ===\n%s\n", static_cast<long long>(seed),
-                    static_cast<long long>(game->instance().max_turns().value_or(-1)), obs->c_str());
+                    static_cast<long long>(game->instance().max_turns().value_or(-1)), multi_line(*obs).c_str());
         turn = 0;
         total = 0;
         over = false;
@@ -100,8 +105,8 @@ void add_envs_play_command(CLI::App& envs) {
             std::printf("  any other line is an action for the game%s\n", args->box ? " (sent as \\boxed{line})" : "");
           } else if (word == ":solution") {
             auto actions = game->solution(&reason, &detail);
-            if (actions.empty()) std::printf("(no solution: %s %s)\n", reason.c_str(), detail.c_str());
-            for (const std::string& a : actions) std::printf("  %s\n", a.c_str());
+            if (actions.empty()) std::printf("(no solution: %s %s)\n", reason.c_str(), one_line(detail).c_str());
+            for (const std::string& a : actions) std::printf("  %s\n", one_line(a).c_str());
           } else if (word == ":reset") {
             int64_t seed = args->seed;
             if (!rest.empty()) {
@@ -128,10 +133,10 @@ void add_envs_play_command(CLI::App& envs) {
         }
         envsandbox::GameStep s = game->step(args->box ? "\\boxed{" + line + "}" : line);
         total += s.reward;
-        std::printf("%s\n  [turn %d  reward %+.3f  total %+.3f%s%s]\n", s.obs.c_str(), ++turn, s.reward, total,
+        std::printf("%s\n  [turn %d  reward %+.3f  total %+.3f%s%s]\n", multi_line(s.obs).c_str(), ++turn, s.reward, total,
                     s.terminated ? "  terminated" : "", s.truncated ? "  truncated" : "");
         if (!s.failure.empty()) {
-          std::printf("the environment process failed: %s -- %s\n", s.failure.c_str(), s.detail.c_str());
+          std::printf("the environment process failed: %s -- %s\n", s.failure.c_str(), one_line(s.detail).c_str());
           return 1;
         }
         if (s.terminated || s.truncated) {

@@ -66,7 +66,15 @@ std::string signal_text(int sig) {
 EnvInstance::EnvInstance(std::shared_ptr<detail::ZygoteProcess> zygote, pid_t pid, int fd,
                          const SandboxOptions& options)
     : zygote_(std::move(zygote)), pid_(pid), fd_(fd), options_(options), spin_(options.spin_us) {
-  oom_kills_at_start_ = zygote_->oom_kills();
+  if (zygote_) oom_kills_at_start_ = zygote_->oom_kills();
+}
+
+std::unique_ptr<EnvInstance> EnvInstance::unavailable(const SandboxOptions& options, const std::string& detail) {
+  std::unique_ptr<EnvInstance> instance(new EnvInstance(nullptr, -1, -1, options));
+  instance->dead_reason_ = "unavailable";
+  instance->dead_detail_ = detail;
+  instance->hello_read_ = true;
+  return instance;
 }
 
 bool EnvInstance::read_hello(Clock::time_point deadline) const {
@@ -86,12 +94,12 @@ pid_t EnvInstance::pid() const {
 }
 
 EnvInstance::~EnvInstance() {
-  close(fd_);
-  zygote_->release(pid_);
+  if (fd_ >= 0) close(fd_);
+  if (zygote_) zygote_->release(pid_);
 }
 
 void EnvInstance::kill() {
-  if (!alive()) return;
+  if (!alive() || !zygote_) return;
   zygote_->kill(pid_);
   dead_reason_ = "exited";
   dead_detail_ = "killed by the host (EnvInstance::kill)";
@@ -162,7 +170,7 @@ CallResult EnvInstance::tool_use_report(const std::vector<int64_t>& seeds, std::
 }
 
 CallResult EnvInstance::fail(const std::string& reason, const std::string& detail, bool kill_process) {
-  if (kill_process) zygote_->kill(pid_);
+  if (kill_process && zygote_) zygote_->kill(pid_);
   if (kill_process || reason == "exited" || reason == "signal") {
     dead_reason_ = reason;
     dead_detail_ = detail;
@@ -189,6 +197,11 @@ CallResult EnvInstance::lost(const std::string& what) {
   if (state == "signaled") {
     int sig = st.value("signal", 0);
     int64_t ooms = zygote_->oom_kills();
+    // The CPU hard limit kills with SIGKILL (an environment is pid 1 of its own namespace, where the
+    // soft limit's SIGXCPU is ignored like any default-action signal): tell it by the CPU time used.
+    if (sig == SIGKILL && st.value("cpu_s", 0.0) >= static_cast<double>(options_.cpu_limit_s))
+      return fail("signal", what + ": the environment process was killed at its CPU time limit (" +
+                                std::to_string(options_.cpu_limit_s) + " s, SIGKILL: CPU time limit exceeded)", false);
     if (sig == SIGKILL && oom_kills_at_start_ >= 0 && ooms > oom_kills_at_start_) {
       CallResult r = fail("memory", what + ": the environment process was killed by the pool's memory cgroup "
                                            "OOM killer (SandboxOptions::pool_memory_bytes)", false);
@@ -291,7 +304,7 @@ CallResult EnvInstance::receive(FrameStatus s, std::string io_error, const std::
   if (value == reply.end())
     return finish(fail("protocol", what + ": the reply has neither 'value' nor 'error'; the process was killed", true));
   std::string wire_error;
-  auto decoded = PyValue::from_wire(*value, &wire_error);
+  auto decoded = PyValue::from_wire(*value, WireCaps::with_max_str_chars(options_.max_obs_chars), &wire_error);
   if (!decoded)
     return finish(fail("protocol", what + ": malformed value in the reply (" + wire_error + "); the process was killed", true));
   CallResult r;

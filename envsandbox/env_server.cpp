@@ -69,6 +69,19 @@ EnvServer::EnvServer(SandboxOptions options) : options_(std::move(options)) {
   zygote_ = start_zygote();
   const json& ready = zygote_->ready();
   isolation_.seccomp = options_.seccomp && ready.value("seccomp", false);
+  isolation_.child_namespaces = ready.value("child_namespaces", false);
+  isolation_.child_namespaces_reason =
+      isolation_.child_namespaces ? ""
+      : !options_.child_namespaces ? "disabled by SandboxOptions::child_namespaces"
+      : !isolation_.namespaces     ? "no bubblewrap namespaces (" + isolation_.fallback_reason + ")"
+                                   : ready.value("child_namespaces_error", std::string("unknown"));
+  if (isolation_.namespaces && options_.child_namespaces && !isolation_.child_namespaces)
+    detail::warn_once("child namespaces: " + isolation_.child_namespaces_reason,
+                      "spade-envd: WARNING: environments run in the pool's namespaces but not each in its own (" +
+                          isolation_.child_namespaces_reason +
+                          "): they share the pool's /tmp (one environment can read and write another's work "
+                          "dir) and see each other's pids in /proc; SysV/POSIX IPC objects cannot be created "
+                          "and /dev/shm is read-only; seccomp still denies every call aimed at another process.");
   isolation_.uid = ready.value("uid", int64_t{-1});
   isolation_.gid = ready.value("gid", int64_t{-1});
   if (options_.seccomp && !isolation_.seccomp)
@@ -114,7 +127,7 @@ std::unique_ptr<EnvInstance> EnvServer::spawn_loaded(const std::string& source, 
   *load = loaded ? instance->receive_preloaded_load() : instance->load(source, max_turns_cap);
   // A program whose load hangs or kills its process would keep its preloaded spares burning CPU
   // (up to RLIMIT_CPU each) or dying: never preload it again.
-  if (!load->ok() && load->reason != "exception") {
+  if (!load->ok() && load->reason != "exception" && load->reason != "unavailable") {
     std::lock_guard<std::mutex> lock(mu_);
     no_preload_.insert(std::move(preload));
   }
@@ -130,21 +143,33 @@ std::unique_ptr<EnvInstance> EnvServer::spawn_child(const std::string& preload, 
                     {"max_reply_bytes", options_.max_reply_bytes},
                     {"max_str_chars", options_.max_obs_chars},
                     {"seccomp", options_.seccomp},
-                    {"spin_us", options_.spin_us}};
+                    {"spin_us", options_.spin_us},
+                    {"tmpfs_bytes", options_.tmpfs_bytes}};
   std::lock_guard<std::mutex> lock(mu_);
   std::string error;
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!zygote_ || !zygote_->alive()) {
-      zygote_.reset();  // reap the dead one before starting its replacement
-      zygote_ = start_zygote();
+      zygote_.reset();  // reap a dead one before starting its replacement
+      try {
+        zygote_ = start_zygote();
+      } catch (const Error& e) {
+        error += std::string(error.empty() ? "" : "; then ") + "starting a new zygote failed: " + e.what();
+        break;
+      }
     }
     pid_t pid = -1;
     int fd = -1;
-    if (zygote_->spawn(limits, options_.spare_children, &pid, &fd, &error, preload, preload_spares, loaded))
+    bool retire = false;
+    std::string why;
+    if (zygote_->spawn(limits, options_.spare_children, &pid, &fd, &why, preload, preload_spares, loaded, &retire))
       return std::unique_ptr<EnvInstance>(new EnvInstance(zygote_, pid, fd, options_));
-    if (zygote_->alive()) break;  // it answered with an error (e.g. fork failed): a restart won't help
+    error += (error.empty() ? "" : "; then ") + why;
+    if (!retire) break;  // a refusal a new zygote would repeat (e.g. invalid limits)
+    // It cannot fork, was altered beyond repair, or its channel broke: the next children come from a new
+    // zygote. The instances it handed over hold it, and it serves them until they are released.
+    zygote_.reset();
   }
-  throw Error("envsandbox: could not create an environment process: " + error);
+  return EnvInstance::unavailable(options_, "could not create an environment process: " + error);
 }
 
 }  // namespace spade::envsandbox

@@ -232,12 +232,36 @@ ChildLimits ChildLimits::from_json(const json& j) {
   if (spin != j.end() && (!spin->is_number_integer() || spin->get<int64_t>() < 0 || spin->get<int64_t>() > 1000000))
     throw std::runtime_error("spawn limits: 'spin_us' must be an integer in [0, 1000000]");
   l.spin_us = spin == j.end() ? 0 : spin->get<int64_t>();
+  auto tmpfs = j.find("tmpfs_bytes");
+  if (tmpfs != j.end() && (!tmpfs->is_number_integer() || tmpfs->get<int64_t>() < (int64_t{1} << 20)))
+    throw std::runtime_error("spawn limits: 'tmpfs_bytes' must be an integer >= 1 MiB");
+  if (tmpfs != j.end()) l.tmpfs_bytes = tmpfs->get<int64_t>();
   return l;
 }
 
-void run_child(int sock, const std::string& workdir, const ChildLimits& limits, const Prelude& prelude,
-               pid_t zygote_pid, SeccompFilter* filter, bool warm) {
-  int channel = confine_child(sock, workdir, limits, zygote_pid, limits.seccomp ? filter : nullptr);
+std::array<rlimit, RLIM_NLIMITS> child_rlimits(const std::array<rlimit, RLIM_NLIMITS>& parent,
+                                               const ChildLimits& limits, int64_t vm_bytes) {
+  std::array<rlimit, RLIM_NLIMITS> out = parent;
+  auto set = [&](int resource, int64_t soft, int64_t hard) {
+    rlim_t s = static_cast<rlim_t>(soft), h = static_cast<rlim_t>(hard);
+    const rlim_t max = parent[resource].rlim_max;
+    if (max != RLIM_INFINITY) {
+      if (h > max) h = max;
+      if (s > h) s = h;
+    }
+    out[resource] = rlimit{s, h};
+  };
+  set(RLIMIT_AS, vm_bytes + limits.memory_bytes, vm_bytes + limits.memory_bytes);
+  set(RLIMIT_CPU, limits.cpu_s, limits.cpu_s + 1);
+  set(RLIMIT_CORE, 0, 0);
+  set(RLIMIT_NOFILE, limits.max_files, limits.max_files);
+  set(RLIMIT_FSIZE, limits.file_size_bytes, limits.file_size_bytes);
+  return out;
+}
+
+void run_child(int sock, const ChildSetup& setup, const ChildLimits& limits, const Prelude& prelude,
+               SeccompFilter* filter, bool warm) {
+  int channel = confine_child(sock, setup, limits, limits.seccomp ? filter : nullptr);
   if (write_frame(channel, R"({"op":"hello"})", no_deadline()) != FrameStatus::kOk) _exit(72);
   try {
     ChildServer server(channel, limits, prelude);

@@ -1,9 +1,12 @@
 // spade-envd: one child process = one environment instance. The zygote forks it; it confines itself
-// (new session, parent-death signal, rlimits, private working directory, output capture, descriptors
-// closed) and then serves the child channel of protocol.h until the host closes it.
+// (own namespaces where the zygote has them, new session, parent-death signal, rlimits, private working
+// directory, output capture, descriptors closed) and then serves the child channel of protocol.h until
+// the host closes it.
 #pragma once
+#include <sys/resource.h>
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -24,21 +27,42 @@ struct ChildLimits {
   int64_t max_str_chars;     // cap on one string inside a returned value
   bool seccomp = true;       // load the zygote's seccomp deny-list (envd_seccomp.h); optional, default true
   int64_t spin_us = 0;       // spin before blocking for the next request (frame.h); optional, default 0
+  int64_t tmpfs_bytes = int64_t{64} << 20;  // size of the child's own /tmp (per-child namespaces);
+                                            // optional, at least 1 MiB
 
   /// Parses and checks the "limits" object; throws std::runtime_error naming a missing/invalid field.
   static ChildLimits from_json(const nlohmann::json& j);
 };
 
+/// What the zygote decided for one child besides its ChildLimits (envd_confine.cpp applies it).
+struct ChildSetup {
+  /// The child's own pid, IPC and mount namespaces (envd_namespaces.h): its work dir is then
+  /// kChildWorkDir on its own tmpfs of limits.tmpfs_bytes, and it is pid 1 (its parent is outside).
+  bool own_namespaces = false;
+  /// Without own namespaces: the private directory the zygote created for it.
+  std::string workdir;
+  /// The zygote's pid (the parent a child without own namespaces must see, else the zygote died).
+  pid_t zygote_pid = -1;
+  /// Every resource limit the child sets on itself, indexed by RLIMIT_* (child_rlimits()).
+  std::array<rlimit, RLIM_NLIMITS> limits{};
+};
+
+/// The limits of a child: `parent`'s (the zygote's own) with RLIMIT_AS = `vm_bytes` +
+/// limits.memory_bytes, RLIMIT_CPU = limits.cpu_s (hard one second later), RLIMIT_CORE 0, RLIMIT_NOFILE
+/// and RLIMIT_FSIZE from `limits`; none above the parent's hard limit (raising one fails in containers).
+std::array<rlimit, RLIM_NLIMITS> child_rlimits(const std::array<rlimit, RLIM_NLIMITS>& parent,
+                                               const ChildLimits& limits, int64_t vm_bytes);
+
 /// Runs in the freshly forked child (after PyOS_AfterFork_Child); never returns. `sock` is the child's
-/// end of the channel, `workdir` its private directory (created by the zygote), `zygote_pid` the parent,
-/// `filter` the zygote's compiled seccomp filter (loaded when limits.seccomp; the child exits 70 if it
-/// cannot be). Before serving requests it sends one hello frame `{"op":"hello"}` (the host reads the
-/// child's pid in its own pid namespace from the frame's SCM_CREDENTIALS).
+/// end of the channel, `setup` what the zygote decided for it, `filter` the zygote's compiled seccomp
+/// filter (loaded when limits.seccomp; the child exits 70 if it cannot be). Before serving requests it
+/// sends one hello frame `{"op":"hello"}` (the host reads the child's pid in its own pid namespace from
+/// the frame's SCM_CREDENTIALS).
 /// `warm` (spare children, envd_zygote.h): after the hello, and before reading the first request, load
 /// and play a small throwaway environment once, so that the copy-on-write faults of the interpreter
 /// pages every program touches (compiler, class creation, calls, value encoding) are taken while the
 /// spare waits instead of on the caller's first load (bench/RESULTS.md: load ~1.5 ms cold).
-[[noreturn]] void run_child(int sock, const std::string& workdir, const ChildLimits& limits,
-                            const Prelude& prelude, pid_t zygote_pid, SeccompFilter* filter, bool warm = false);
+[[noreturn]] void run_child(int sock, const ChildSetup& setup, const ChildLimits& limits, const Prelude& prelude,
+                            SeccompFilter* filter, bool warm = false);
 
 }  // namespace spade::envsandbox::envd

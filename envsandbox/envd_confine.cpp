@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "envsandbox/envd_child.h"
+#include "envsandbox/envd_namespaces.h"
 #include "envsandbox/envd_seccomp.h"
 
 namespace spade::envsandbox::envd {
@@ -22,18 +23,6 @@ constexpr int kConfineFailed = 70;
   // stderr still reaches the host's stderr only until it is redirected; after that this is silent.
   std::fprintf(stderr, "spade-envd child: %s: %s\n", what, std::strerror(errno));
   _exit(kConfineFailed);
-}
-
-// Sets a limit, never above the inherited hard limit (raising it fails in containers).
-void set_limit(int resource, rlim_t soft, rlim_t hard, const char* name) {
-  rlimit cur{};
-  if (getrlimit(resource, &cur) != 0) fail(name);
-  if (cur.rlim_max != RLIM_INFINITY) {
-    if (hard > cur.rlim_max) hard = cur.rlim_max;
-    if (soft > hard) soft = hard;
-  }
-  rlimit lim{soft, hard};
-  if (setrlimit(resource, &lim) != 0) fail(name);
 }
 
 }  // namespace
@@ -56,8 +45,7 @@ int64_t proc_status_value(const char* key) {
   return value;
 }
 
-int confine_child(int sock, const std::string& workdir, const ChildLimits& limits, pid_t zygote_pid,
-                  SeccompFilter* filter) {
+int confine_child(int sock, const ChildSetup& setup, const ChildLimits& limits, SeccompFilter* filter) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);  // the zygote blocks SIGCHLD for its signalfd
@@ -66,7 +54,23 @@ int confine_child(int sock, const std::string& workdir, const ChildLimits& limit
 
   if (setsid() < 0) fail("setsid");
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail("PR_SET_PDEATHSIG");
-  if (getppid() != zygote_pid) _exit(kConfineFailed);  // the zygote died before PDEATHSIG was armed
+  // The zygote died before PDEATHSIG was armed. (With own namespaces the parent is outside, getppid()
+  // is 0, and the zygote's death ends its whole pid namespace, this one included.)
+  if (!setup.own_namespaces && getppid() != setup.zygote_pid) _exit(kConfineFailed);
+
+  // Own mount and IPC namespaces, /tmp, /dev/shm and /proc; then no capability is left.
+  if (setup.own_namespaces) {
+    const char* what = "";
+    int err = enter_child_namespaces(limits.tmpfs_bytes, &what);
+    if (err != 0) {
+      errno = err;
+      fail(what);
+    }
+  }
+  if (int err = drop_capabilities(); err != 0) {
+    errno = err;
+    fail("capset");
+  }
 
   // Descriptors: the channel on 3, /dev/null on 0-2 (printing cannot reach the channel), nothing else.
   if (sock != 3) {
@@ -94,21 +98,14 @@ int confine_child(int sock, const std::string& workdir, const ChildLimits& limit
   }
   if (prctl(PR_SET_DUMPABLE, 0) != 0) fail("PR_SET_DUMPABLE 0");
 
-  // RLIMIT_AS is relative: an absolute value below the forked zygote's size makes every mmap fail
-  // (sandbox-anchors.md, LiveBench).
-  int64_t vm = proc_status_value("VmSize");
-  if (vm < 0) fail("read VmSize");
-  set_limit(RLIMIT_AS, static_cast<rlim_t>(vm + limits.memory_bytes), static_cast<rlim_t>(vm + limits.memory_bytes),
-            "RLIMIT_AS");
-  set_limit(RLIMIT_CPU, static_cast<rlim_t>(limits.cpu_s), static_cast<rlim_t>(limits.cpu_s + 1), "RLIMIT_CPU");
-  set_limit(RLIMIT_CORE, 0, 0, "RLIMIT_CORE");
-  set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(limits.max_files), static_cast<rlim_t>(limits.max_files),
-            "RLIMIT_NOFILE");
-  set_limit(RLIMIT_FSIZE, static_cast<rlim_t>(limits.file_size_bytes),
-            static_cast<rlim_t>(limits.file_size_bytes), "RLIMIT_FSIZE");
+  // Every limit exactly as the zygote computed it (RLIMIT_AS relative to the zygote's size: an absolute
+  // value below the forked zygote's size makes every mmap fail, sandbox-anchors.md, LiveBench), so
+  // that the zygote can check a waiting spare against it (envd_state.h).
+  for (int r = 0; r < RLIM_NLIMITS; ++r)
+    if (setrlimit(static_cast<__rlimit_resource_t>(r), &setup.limits[r]) != 0) fail("setrlimit");
 
   umask(077);
-  if (chdir(workdir.c_str()) != 0) fail("chdir");
+  if (chdir(setup.own_namespaces ? kChildWorkDir : setup.workdir.c_str()) != 0) fail("chdir");
   if (filter != nullptr) {
     int err = load_seccomp_filter(*filter, getpid());
     if (err != 0) {

@@ -1,6 +1,8 @@
 // spade-envd: the environment sandbox zygote. Started by the host library (envsandbox/sandbox.h) with
 // posix_spawn and the control channel on fd 3; not meant to be run by hand. Three modes:
-//   spade-envd                       the zygote (serves the control channel on fd 3)
+//   spade-envd [--child-namespaces]  the zygote (serves the control channel on fd 3); with the flag
+//                                    (inside bubblewrap) every child gets its own pid, IPC and mount
+//                                    namespaces (envd_namespaces.h), or the ready message says why not
 //   spade-envd --probe               exits 0 at once if the interpreter is visible (used to test that
 //                                    bubblewrap can start us before relying on it)
 //   spade-envd --launch [--cgroup PROCS_FILE]... [--uid N --gid N] -- PROGRAM ARGS...
@@ -22,6 +24,7 @@
 #include <string>
 
 #include "envsandbox/envd_capture.h"
+#include "envsandbox/envd_namespaces.h"
 #include "envsandbox/envd_prelude.h"
 #include "envsandbox/envd_zygote.h"
 #include "envsandbox/frame.h"
@@ -91,6 +94,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   closefrom(control + 1);
+  // Per-child namespaces first, while this is one small process without an interpreter: on success we
+  // continue in a new process, pid 1 of a pid namespace of our own (envd_namespaces.h).
+  const bool want_namespaces = argc >= 2 && std::string(argv[1]) == "--child-namespaces";
+  std::string namespaces_error = want_namespaces ? envd::enter_zygote_namespace()
+                                                 : "not requested (the zygote does not run in bubblewrap)";
+  envd::ChildNamespaces namespaces;
+  if (namespaces_error.empty()) namespaces = envd::ChildNamespaces::open(int64_t{1} << 20, &namespaces_error);
   for (const char* var : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"})
     setenv(var, "1", 1);  // no BLAS thread pools: the zygote must stay single-threaded to fork safely
   fcntl(control, F_SETFD, FD_CLOEXEC);
@@ -102,11 +112,15 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  const char* tmp = std::getenv("TMPDIR");
-  std::string root = std::string(tmp && *tmp ? tmp : "/tmp") + "/spade-envd-XXXXXX";
-  if (mkdtemp(root.data()) == nullptr) {
-    std::perror("spade-envd: mkdtemp");
-    return 1;
+  // Without per-child namespaces the children's work dirs live in one private directory.
+  std::string root;
+  if (!namespaces.active()) {
+    const char* tmp = std::getenv("TMPDIR");
+    root = std::string(tmp && *tmp ? tmp : "/tmp") + "/spade-envd-XXXXXX";
+    if (mkdtemp(root.data()) == nullptr) {
+      std::perror("spade-envd: mkdtemp");
+      return 1;
+    }
   }
 
   // Isolated: no PYTHON* variables, no user site, no cwd on sys.path. program_name pins the standard
@@ -122,7 +136,7 @@ int main(int argc, char** argv) {
     envd::register_output_sink_type();
     envd::Prelude prelude = envd::load_prelude();
     py::module_::import("gc").attr("freeze")();  // keep preloaded objects out of the children's GC
-    int status = envd::Zygote(control, prelude, root).run();
+    int status = envd::Zygote(control, prelude, root, std::move(namespaces), namespaces_error).run();
     std::fflush(nullptr);
     _exit(status);  // skip interpreter finalisation: nothing to flush, and it can be slow
   } catch (const std::exception& e) {

@@ -6,7 +6,9 @@
 #include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -27,13 +29,20 @@ constexpr const char* kDenied[] = {
     "pidfd_getfd", "open_by_handle_at", "name_to_handle_at", "kexec_load", "kexec_file_load", "init_module",
     "finit_module", "delete_module", "reboot", "swapon", "swapoff", "acct", "tkill", "fsopen", "fsmount",
     "move_mount", "open_tree", "mount_setattr", "quotactl", "syslog", "settimeofday", "clock_settime",
-    "clock_adjtime", "adjtimex"};
+    "clock_adjtime", "adjtimex", "pidfd_send_signal", "process_madvise", "process_mrelease"};
+// Calls on another process: allowed with pid 0 (the caller) only.
+constexpr const char* kCallerOnly[] = {"prlimit64",    "sched_setaffinity", "sched_setscheduler", "sched_setparam",
+                                       "sched_setattr", "migrate_pages",     "move_pages"};
+// IPC objects that outlive their creator (denied without a per-child IPC namespace).
+constexpr const char* kIpc[] = {"shmget", "semget", "msgget", "mq_open", "mq_unlink"};
+constexpr unsigned long kFioSetOwn = 0x8901, kSiocSPgrp = 0x8902;  // <linux/sockios.h>
+constexpr int kIoprioWhoProcess = 1;
 // Signals may only target the caller (A0 == its own pid).
 constexpr const char* kSelfOnly[] = {"kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"};
 
 }  // namespace
 
-SeccompFilter build_seccomp_filter() {
+SeccompFilter build_seccomp_filter(bool deny_ipc) {
   SeccompFilter out;
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (ctx == nullptr) {
@@ -62,6 +71,25 @@ SeccompFilter build_seccomp_filter() {
   add("prctl", eperm, 1, &pdeathsig);
   scmp_arg_cmp not_self = SCMP_A0(SCMP_CMP_NE, kSelfPid);
   for (const char* name : kSelfOnly) add(name, eperm, 1, &not_self);
+  // Rules for one call are alternatives: any that matches denies it.
+  scmp_arg_cmp pid_not_zero = SCMP_A0(SCMP_CMP_NE, 0);
+  for (const char* name : kCallerOnly) add(name, eperm, 1, &pid_not_zero);
+  scmp_arg_cmp which_not_process = SCMP_A0(SCMP_CMP_NE, PRIO_PROCESS), who_not_zero = SCMP_A1(SCMP_CMP_NE, 0);
+  add("setpriority", eperm, 1, &which_not_process);
+  add("setpriority", eperm, 1, &who_not_zero);
+  scmp_arg_cmp io_which_not_process = SCMP_A0(SCMP_CMP_NE, kIoprioWhoProcess);
+  add("ioprio_set", eperm, 1, &io_which_not_process);
+  add("ioprio_set", eperm, 1, &who_not_zero);
+  for (int cmd : {F_SETOWN, F_SETOWN_EX, F_SETSIG}) {
+    scmp_arg_cmp is_cmd = SCMP_A1(SCMP_CMP_EQ, static_cast<scmp_datum_t>(cmd));
+    add("fcntl", eperm, 1, &is_cmd);
+  }
+  for (unsigned long request : {kFioSetOwn, kSiocSPgrp}) {
+    scmp_arg_cmp is_request = SCMP_A1(SCMP_CMP_EQ, request);
+    add("ioctl", eperm, 1, &is_request);
+  }
+  if (deny_ipc)
+    for (const char* name : kIpc) add(name, eperm, 0, nullptr);
 
   if (rc == 0) {
     int fd = memfd_create("spade-seccomp", MFD_CLOEXEC);

@@ -11,6 +11,16 @@
 // at any process but the caller itself (environments run under one uid: without this one could kill
 // its neighbours or the zygote). clone3 gets ENOSYS so glibc falls back to clone (whose flags a
 // filter can inspect). Everything else is allowed; the filter is a deny-list, not an allow-list.
+//
+// Every call that acts on another process by pid, pidfd or uid is denied too (issue 24), so that even
+// without per-child pid namespaces (envd_namespaces.h) no environment reaches a neighbour, a waiting
+// spare or the zygote: pidfd_send_signal (a pidfd or an open /proc/PID directory), process_madvise,
+// process_mrelease; prlimit64, sched_setaffinity, sched_setscheduler, sched_setparam, sched_setattr,
+// migrate_pages and move_pages on any pid but 0 (the caller); setpriority and ioprio_set on anything but
+// (the caller's own process, 0); fcntl F_SETOWN, F_SETOWN_EX and F_SETSIG and ioctl FIOSETOWN and
+// SIOCSPGRP (which make the kernel signal the owner process on I/O). Without a per-child IPC namespace
+// the IPC calls that create or open an object are denied as well (shmget, semget, msgget, mq_open,
+// mq_unlink): objects would outlive the environment and be visible to the next.
 #pragma once
 #include <linux/filter.h>
 #include <sys/types.h>
@@ -28,9 +38,10 @@ struct SeccompFilter {
   bool ok() const { return !program.empty(); }
 };
 
-/// Builds the filter (call once, in the zygote, before forking). Never throws: on failure returns a
-/// filter with ok() false and `error` set.
-SeccompFilter build_seccomp_filter();
+/// Builds the filter (call once, in the zygote, before forking); `deny_ipc`: also deny creating and
+/// opening SysV and POSIX IPC objects (when children have no IPC namespace of their own). Never
+/// throws: on failure returns a filter with ok() false and `error` set.
+SeccompFilter build_seccomp_filter(bool deny_ipc);
 
 /// In a child: sets PR_SET_NO_NEW_PRIVS, writes `self` (the caller's pid as it sees it) into the
 /// filter's pid slots and loads it for the calling thread. Returns 0 or an errno value.

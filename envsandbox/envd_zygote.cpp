@@ -1,7 +1,9 @@
 #include "envsandbox/envd_zygote.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -48,11 +51,47 @@ void kill_orphans(pid_t self, const std::map<pid_t, bool>& known) {
   closedir(proc);
 }
 
+constexpr int64_t kVmStep = int64_t{64} << 20;
+
+int64_t round_up(int64_t v, int64_t step) { return (v + step - 1) / step * step; }
+
+// VmSize of the calling process in bytes (the first field of /proc/self/statm, in pages); -1 if unknown.
+// Cheaper than parsing /proc/self/status: it is read before every fork.
+int64_t own_vm_bytes() {
+  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[128];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  return std::strtoll(buf, nullptr, 10) * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Entries in `dir` other than . and .. (-1 if it cannot be read).
+int entries_in(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) ++n;
+  closedir(d);
+  return n;
+}
+
 }  // namespace
 
-Zygote::Zygote(int control_fd, const Prelude& prelude, std::string tmp_root)
+Zygote::Zygote(int control_fd, const Prelude& prelude, std::string tmp_root, ChildNamespaces namespaces,
+               std::string namespaces_error)
     : control_fd_(control_fd), prelude_(prelude), tmp_root_(std::move(tmp_root)), self_(getpid()),
-      filter_(build_seccomp_filter()) {}
+      namespaces_(std::move(namespaces)), namespaces_error_(std::move(namespaces_error)),
+      filter_(build_seccomp_filter(/*deny_ipc=*/!namespaces_.active())) {
+  std::string error = read_process_state(0, &own_state_);
+  if (!error.empty()) throw std::runtime_error("reading the zygote's own limits: " + error);
+  // Children's RLIMIT_AS is relative to the zygote's size, in steps, so that the small growth of the
+  // zygote's heap while it serves does not give later children other limits than earlier ones.
+  vm_base_ = round_up(own_vm_bytes(), kVmStep);
+}
 
 int Zygote::run() {
   sigset_t mask;
@@ -73,6 +112,8 @@ int Zygote::run() {
              {"tmp_root", tmp_root_},
              {"seccomp", filter_.ok()},
              {"seccomp_error", filter_.error},
+             {"child_namespaces", namespaces_.active()},
+             {"child_namespaces_error", namespaces_error_},
              {"uid", static_cast<int64_t>(geteuid())},
              {"gid", static_cast<int64_t>(getegid())}};
   bool serving = write_frame(control_fd_, ready.dump(), no_deadline()) == FrameStatus::kOk;
@@ -140,12 +181,24 @@ json Zygote::spawn(const json& request, int* pass_fd) {
                                                                         protocol::kMaxSpares));
   }
   spare_fork_failed_ = false;
+  // The zygote itself as it started (limits, scheduling): what every child inherits. What cannot be
+  // restored makes it ask to be replaced, as a failed fork does.
+  std::string altered = restore_own_state(own_state_);
+  if (!altered.empty()) {
+    drop_spares();
+    spare_target_ = preload_target_ = 0;
+    return json{{"error", "the zygote's own state was changed and cannot be restored (" + altered + ")"},
+                {"retire", true}};
+  }
   reap();
   pid_t pid = -1;
   if (!preload.empty() && take_spare(preload, &pid, pass_fd)) return json{{"pid", pid}, {"loaded", true}};
   if (take_spare("", &pid, pass_fd)) return json{{"pid", pid}, {"loaded", false}};
   std::string error = fork_child(limits, &pid, pass_fd);
-  if (!error.empty()) return json{{"error", error}};
+  if (!error.empty()) {
+    spare_target_ = preload_target_ = 0;  // a zygote that cannot fork only waits to be replaced
+    return json{{"error", error}, {"retire", true}};
+  }
   return json{{"pid", pid}, {"loaded", false}};
 }
 
@@ -157,30 +210,65 @@ bool Zygote::take_spare(const std::string& preload, pid_t* pid, int* fd) {
     }
     auto it = children_.find(spare->pid);
     bool alive = it != children_.end() && !it->second.reaped;
-    if (alive) {
+    if (alive && spare_problem(*spare).empty()) {
       *pid = spare->pid;
       *fd = spare->fd;
       spares_.erase(spare);
       return true;
     }
-    close(spare->fd);  // died while waiting (e.g. killed by the pool's OOM killer): nobody asks about it
-    if (it != children_.end()) children_.erase(it);
+    // Died while waiting (e.g. killed by the pool's OOM killer), stopped or altered: nobody asks about
+    // it, and it is never handed over.
+    close(spare->fd);
+    if (alive) kill_child(spare->pid, true);
+    else if (it != children_.end()) children_.erase(it);
     spare = spares_.erase(spare);
   }
   return false;
 }
 
+std::string Zygote::spare_problem(const Spare& spare) {
+  if (child_is_stopped(spare.pid)) return "stopped";
+  const Child& child = children_.at(spare.pid);
+  // (A preloaded spare has run its own program, which may have written there.)
+  if (spare.preload.empty() && !child.workdir.empty() && entries_in(child.workdir) != 0)
+    return "its work dir is not empty";
+  // Its limits are its own only once it has confined itself, which it says with its hello (the first
+  // bytes on its channel, sent before any program code runs; peeked at, never read). A spare still
+  // confining itself has run nothing but the zygote's code since the fork: it has the zygote's
+  // scheduling, which was checked, and is setting its limits itself.
+  char first = 0;
+  if (recv(spare.fd, &first, 1, MSG_PEEK | MSG_DONTWAIT) != 1) return "";
+  ProcessState want = own_state_, got;
+  want.limits = child.setup.limits;
+  std::string error = read_process_state(spare.pid, &got);
+  if (!error.empty()) return error;
+  return state_difference(want, got);
+}
+
 std::string Zygote::fork_child(const ChildLimits& limits, pid_t* pid_out, int* fd_out, bool warm) {
-  std::string workdir = tmp_root_ + "/env-XXXXXX";
-  if (mkdtemp(workdir.data()) == nullptr) return std::string("mkdtemp: ") + std::strerror(errno);
+  ChildSetup setup;
+  setup.own_namespaces = namespaces_.active();
+  setup.zygote_pid = self_;
+  vm_base_ = std::max(vm_base_, round_up(own_vm_bytes(), kVmStep));
+  setup.limits = child_rlimits(own_state_.limits, limits, vm_base_);
+  if (!setup.own_namespaces) {
+    setup.workdir = tmp_root_ + "/env-XXXXXX";
+    if (mkdtemp(setup.workdir.data()) == nullptr) return std::string("mkdtemp: ") + std::strerror(errno);
+  }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     int e = errno;
-    remove_tree(workdir);
+    remove_tree(setup.workdir);
     return std::string("socketpair: ") + std::strerror(e);
   }
   int one = 1;  // the host learns the child's pid in its own pid namespace from the hello's credentials
   setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+  if (int err = namespaces_.before_fork(); err != 0) {
+    close(sv[0]);
+    close(sv[1]);
+    remove_tree(setup.workdir);
+    return std::string("unshare(pid namespace): ") + std::strerror(err);
+  }
   PyOS_BeforeFork();
   pid_t pid = fork();
   if (pid == 0) {
@@ -189,17 +277,25 @@ std::string Zygote::fork_child(const ChildLimits& limits, pid_t* pid_out, int* f
     close(control_fd_);
     close(signal_fd_);
     for (const Spare& spare : spares_) close(spare.fd);  // another environment's channel
-    run_child(sv[1], workdir, limits, prelude_, self_, &filter_, warm);
+    run_child(sv[1], setup, limits, prelude_, &filter_, warm);
   }
   int fork_errno = errno;
   PyOS_AfterFork_Parent();
+  int back = namespaces_.after_fork();
   close(sv[1]);
-  if (pid < 0) {
+  if (pid < 0 || back != 0) {
     close(sv[0]);
-    remove_tree(workdir);
-    return std::string("fork: ") + std::strerror(fork_errno);
+    if (pid > 0) {  // forked, but later forks would land in its namespace: give it up
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    remove_tree(setup.workdir);
+    return pid < 0 ? std::string("fork: ") + std::strerror(fork_errno)
+                   : std::string("setns back to the zygote's pid namespace: ") + std::strerror(back);
   }
-  children_[pid].workdir = workdir;
+  Child& child = children_[pid];
+  child.workdir = setup.workdir;
+  child.setup = std::move(setup);
   *pid_out = pid;
   *fd_out = sv[0];
   return "";
@@ -253,8 +349,9 @@ json Zygote::status(pid_t pid) {
   if (it == children_.end()) return json{{"state", "unknown"}};
   if (!it->second.reaped) return json{{"state", "running"}};
   int st = it->second.wait_status;
-  if (WIFEXITED(st)) return json{{"state", "exited"}, {"code", WEXITSTATUS(st)}};
-  if (WIFSIGNALED(st)) return json{{"state", "signaled"}, {"signal", WTERMSIG(st)}};
+  if (WIFEXITED(st)) return json{{"state", "exited"}, {"code", WEXITSTATUS(st)}, {"cpu_s", it->second.cpu_s}};
+  if (WIFSIGNALED(st))
+    return json{{"state", "signaled"}, {"signal", WTERMSIG(st)}, {"cpu_s", it->second.cpu_s}};
   return json{{"state", "unknown"}};
 }
 
@@ -283,7 +380,8 @@ void Zygote::reap() {
     auto it = children_.find(pid);
     if (it != children_.end()) kill(-pid, SIGKILL);  // leave nothing of its process group behind
     int st = 0;
-    if (waitpid(pid, &st, 0) < 0) continue;
+    rusage usage{};
+    if (wait4(pid, &st, 0, &usage) < 0) continue;
     if (it == children_.end()) continue;  // an orphaned grandchild re-parented to us
     remove_tree(it->second.workdir);
     if (it->second.released) {
@@ -291,6 +389,8 @@ void Zygote::reap() {
     } else {
       it->second.reaped = true;
       it->second.wait_status = st;
+      it->second.cpu_s = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
     }
   }
 }
@@ -314,10 +414,12 @@ void Zygote::shutdown() {
     remove_tree(child.workdir);
   }
   children_.clear();
-  kill_orphans(self_, known);
+  // As the first process of its own pid namespace the zygote takes every process of the namespace with
+  // it when it exits; otherwise orphans re-parented to it (a child subreaper) are killed here.
+  if (self_ != 1) kill_orphans(self_, known);
   while (waitpid(-1, nullptr, WNOHANG) > 0) {
   }
-  remove_tree(tmp_root_);
+  if (!tmp_root_.empty()) remove_tree(tmp_root_);
 }
 
 }  // namespace spade::envsandbox::envd

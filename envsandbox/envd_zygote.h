@@ -21,6 +21,18 @@
 // leaves them. A preloaded spare has run the program's
 // top level and __init__ before its hand-over: that CPU time counts against its RLIMIT_CPU, and the
 // host's load deadline starts at the hand-over.
+//
+// Neighbours (issue 24). With per-child namespaces (envd_namespaces.h) every child is pid 1 of its own
+// pid namespace with its own IPC and mount namespaces and /tmp: it can name no other process, and its
+// work dir is created with it, empty, seen by nobody else. Whatever the layers, the zygote does not
+// trust that it and its spares are as it left them (envd_state.h):
+//   - before serving a spawn it compares its own limits and scheduling with those it started with and
+//     restores them; when it cannot (a lowered hard limit, a raised nice), or when fork() fails, it
+//     answers {"error":..., "retire":true}: the host starts a new zygote for the next children and
+//     keeps this one only for the children it already handed over;
+//   - before handing a spare over it checks that the spare is not stopped, that its limits and
+//     scheduling are those it was given and (without own namespaces) that its work dir is still empty;
+//     a spare that fails is killed and the next one (or a fresh fork) is used.
 #pragma once
 #include <sys/types.h>
 
@@ -30,16 +42,21 @@
 #include <string>
 
 #include "envsandbox/envd_child.h"
+#include "envsandbox/envd_namespaces.h"
 #include "envsandbox/envd_prelude.h"
 #include "envsandbox/envd_seccomp.h"
+#include "envsandbox/envd_state.h"
 
 namespace spade::envsandbox::envd {
 
 class Zygote {
  public:
-  /// `control_fd`: the channel to the host. `tmp_root`: an existing private directory that will hold
-  /// one working directory per child (removed at exit). Compiles the seccomp filter once.
-  Zygote(int control_fd, const Prelude& prelude, std::string tmp_root);
+  /// `control_fd`: the channel to the host. `tmp_root`: without per-child namespaces, an existing private
+  /// directory that will hold one working directory per child (removed at exit); "" with them.
+  /// `namespaces`: active when children get their own namespaces, else `namespaces_error` says why not.
+  /// Records its own limits and scheduling (the state it restores) and compiles the seccomp filter once.
+  Zygote(int control_fd, const Prelude& prelude, std::string tmp_root, ChildNamespaces namespaces,
+         std::string namespaces_error);
 
   /// Sends the "ready" message, then serves requests until the host closes the channel. Returns the
   /// process exit status.
@@ -47,9 +64,11 @@ class Zygote {
 
  private:
   struct Child {
-    std::string workdir;
+    std::string workdir;  // "" with own namespaces (its /tmp dies with it)
+    ChildSetup setup;     // what it was given (a spare is checked against it before its hand-over)
     bool reaped = false;
     int wait_status = 0;
+    double cpu_s = 0;     // user + system CPU time, once reaped
     bool released = false;
   };
 
@@ -64,8 +83,12 @@ class Zygote {
   void refill_spares();
   // Kills the spares whose preload is `preload` (all spares when null).
   void drop_spares(const std::string* preload = nullptr);
-  // Takes the first live spare with this preload ("" = plain) off the list; false when none.
+  // Takes the first live, intact spare with this preload ("" = plain) off the list (killing those found
+  // dead, stopped or altered); false when none.
   bool take_spare(const std::string& preload, pid_t* pid, int* fd);
+  struct Spare;
+  // Why `spare` must not be handed over ("" when it may).
+  std::string spare_problem(const Spare& spare);
   nlohmann::json status(pid_t pid);
   nlohmann::json kill_child(pid_t pid, bool release);
   void reap();
@@ -88,6 +111,10 @@ class Zygote {
   std::string preload_;          // the current preload request ("" = none)
   size_t preload_target_ = 0;
   bool spare_fork_failed_ = false;  // stop refilling until the next spawn request
+  ChildNamespaces namespaces_;
+  std::string namespaces_error_;
+  ProcessState own_state_;          // as at start: restored before every spawn
+  int64_t vm_base_ = 0;             // RLIMIT_AS base of children: the zygote's size, in 64 MiB steps
   SeccompFilter filter_;
 };
 

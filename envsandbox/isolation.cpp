@@ -31,6 +31,7 @@ namespace spade::envsandbox {
 
 nlohmann::json IsolationInfo::to_json() const {
   return {{"namespaces", namespaces},   {"fallback_reason", fallback_reason}, {"bwrap_path", bwrap_path},
+          {"child_namespaces", child_namespaces}, {"child_namespaces_reason", child_namespaces_reason},
           {"seccomp", seccomp},         {"uid", uid},                         {"gid", gid},
           {"host_uid", host_uid},       {"cgroup_memory_dir", cgroup_memory_dir},
           {"cgroup_pids_dir", cgroup_pids_dir}, {"cgroup_note", cgroup_note},
@@ -137,10 +138,13 @@ bool under(const std::string& path, const std::string& dir) {
 
 // The bwrap arguments (without the program): see isolation.h.
 std::vector<std::string> bwrap_args(const std::string& bwrap, const SandboxOptions& o, const std::string& envd) {
+  // CAP_SYS_ADMIN in the sandbox's own user namespace only (which owns nothing outside it): the zygote
+  // needs it to give each child its own pid, IPC and mount namespaces (envd_namespaces.h); children
+  // drop every capability before any program code runs.
   std::vector<std::string> a = {bwrap, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
                                 "--unshare-uts", "--unshare-cgroup-try", "--disable-userns", "--as-pid-1",
-                                "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                                "--hostname", "spade-envd", "--ro-bind", "/usr", "/usr"};
+                                "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--cap-add",
+                                "CAP_SYS_ADMIN", "--hostname", "spade-envd", "--ro-bind", "/usr", "/usr"};
   for (const char* top : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
     struct stat st{};
     if (lstat(top, &st) != 0) continue;
@@ -165,12 +169,22 @@ std::vector<std::string> bwrap_args(const std::string& bwrap, const SandboxOptio
   std::string prefix = dirname_of(dirname_of(real_path(SPADE_PYTHON_EXECUTABLE)));
   if (prefix != "/usr" && prefix != "/") binds.push_back(prefix);
 #endif
-  a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--size", std::to_string(o.tmpfs_bytes), "--tmpfs", "/tmp"});
+  a.insert(a.end(), {"--proc", "/proc"});
+  // /dev: read-only, the usual character devices only (no pts, no ptmx), and an empty /dev/shm on which
+  // each child binds its own (envd_namespaces.h; without per-child namespaces it stays read-only).
+  a.insert(a.end(), {"--tmpfs", "/dev"});
+  for (const char* dev : {"null", "zero", "full", "random", "urandom", "tty"})
+    a.insert(a.end(), {"--dev-bind-try", std::string("/dev/") + dev, std::string("/dev/") + dev});
+  a.insert(a.end(), {"--symlink", "/proc/self/fd", "/dev/fd", "--symlink", "/proc/self/fd/0", "/dev/stdin",
+                     "--symlink", "/proc/self/fd/1", "/dev/stdout", "--symlink", "/proc/self/fd/2", "/dev/stderr",
+                     "--dir", "/dev/shm", "--remount-ro", "/dev"});
+  a.insert(a.end(), {"--size", std::to_string(o.tmpfs_bytes), "--tmpfs", "/tmp"});
   // The binds come after the tmpfs: bwrap mounts in order, so a build tree under /tmp (a checkout in
   // /tmp/x) stays visible on top of the empty /tmp instead of being hidden by it.
   for (const std::string& b : binds) a.insert(a.end(), {"--ro-bind", b, b});
-  a.insert(a.end(), {"--chdir", "/tmp", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG",
-                     "C.UTF-8", "--setenv", "TMPDIR", "/tmp", "--setenv", "HOME", "/tmp"});
+  // Last, the root itself read-only: nothing is writable but /tmp (each child's own, or the pool's).
+  a.insert(a.end(), {"--remount-ro", "/", "--chdir", "/tmp", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
+                     "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp", "--setenv", "HOME", "/tmp"});
   return a;
 }
 
@@ -241,15 +255,14 @@ std::mutex g_probe_mu;
 std::map<std::string, std::string> g_probe_results;  // command line -> "" (works) or the failure
 std::set<std::string> g_warned;
 
-// Prints `message` the first time `key` is seen in this process.
+}  // namespace
+
 void warn_once(const std::string& key, const std::string& message) {
   std::lock_guard<std::mutex> lock(g_probe_mu);
   if (!g_warned.insert(key).second) return;
   std::fprintf(stderr, "%s\n", message.c_str());
   std::fflush(stderr);
 }
-
-}  // namespace
 
 std::shared_ptr<PoolCgroup> PoolCgroup::create(int64_t memory_bytes, int64_t max_tasks, std::string* why) {
   static std::atomic<int> counter{0};
@@ -362,15 +375,22 @@ LaunchPlan plan_launch(const SandboxOptions& o, const std::string& envd_path, co
     } else {
       info.fallback_reason = failure;
       warn_once(failure, "spade-envd: WARNING: bubblewrap cannot create the sandbox namespaces (" + failure +
-                "); environments run WITHOUT namespace isolation (no private network, pid, mount or ipc "
-                "namespace; host files readable per the sandbox uid), with rlimits, seccomp" +
+                "); environments run WITHOUT namespace isolation, with rlimits, seccomp" +
                 std::string(drop ? ", an unprivileged uid" : "") + (cgroup ? " and cgroup caps" : "") +
-                " only. Set SandboxOptions::namespaces = \"require\" to refuse to run like this.");
+                " only. Lost: a private network (sockets other than AF_UNIX are still denied); a private "
+                "file system (host files are readable, and world-writable places such as /tmp and "
+                "/dev/shm writable, per the sandbox uid); per-environment pid, IPC and mount namespaces "
+                "(environments share one /tmp and can read and write each other's work dirs, see each "
+                "other's pids; files they leave in /dev/shm or /tmp outlive them). Kept: seccomp denies "
+                "every signal, pidfd, limit, scheduling and F_SETOWN call aimed at another process and "
+                "the creation of SysV/POSIX IPC objects. Set SandboxOptions::namespaces = \"require\" "
+                "to refuse to run like this.");
     }
   }
   plan.argv = launcher;
   plan.argv.insert(plan.argv.end(), inner.begin(), inner.end());
   plan.argv.push_back(envd_path);
+  if (info.namespaces && o.child_namespaces) plan.argv.push_back("--child-namespaces");
   return plan;
 }
 

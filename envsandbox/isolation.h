@@ -2,12 +2,15 @@
 // (the per-child layers are in envd_confine.cpp and envd_seccomp.cpp):
 //   - cgroup v1 memory and pids caps (PoolCgroup), where the hierarchy is writable (as root here);
 //   - an unprivileged uid/gid for every sandbox process when the host runs as root;
-//   - bubblewrap namespaces (user, pid, net, ipc, uts, cgroup; mount with read-only system binds and a
-//     size-capped tmpfs; --die-with-parent, --new-session, --cap-drop ALL, cleared environment),
-//     probed once per distinct command line; when bwrap cannot create them the plan falls back (with
-//     a one-time warning on stderr) or throws, as SandboxOptions::namespaces says.
+//   - bubblewrap namespaces (user, pid, net, ipc, uts, cgroup; mount with a read-only root, read-only
+//     system binds, a read-only /dev of the usual character devices and a size-capped tmpfs /tmp;
+//     --die-with-parent, --new-session, --cap-drop ALL but CAP_SYS_ADMIN inside the sandbox's user
+//     namespace, cleared environment), probed once per distinct command line, with spade-envd told to
+//     give each child its own namespaces (--child-namespaces, envd_namespaces.h); when bwrap cannot
+//     create them the plan falls back (with a one-time warning on stderr saying what is lost) or
+//     throws, as SandboxOptions::namespaces says.
 // The plan is a command line: `spade-envd --launch [--cgroup F]... [--uid U --gid G] -- [bwrap ...]
-// spade-envd` (see envd_main.cpp), started with posix_spawn by ZygoteProcess.
+// spade-envd [--child-namespaces]` (see envd_main.cpp), started with posix_spawn by ZygoteProcess.
 //
 // Thread-safety: plan_launch and PoolCgroup methods are thread-safe.
 #pragma once
@@ -58,5 +61,8 @@ struct LaunchPlan {
 /// distinct command line per process, ~20 ms) unless options.namespaces is "off". Throws spade::Error
 /// when options.namespaces is "require" and bwrap cannot be used, naming bwrap's own message.
 LaunchPlan plan_launch(const SandboxOptions& options, const std::string& envd_path, const PoolCgroup* cgroup);
+
+/// Prints `message` on stderr the first time `key` is seen in this process.
+void warn_once(const std::string& key, const std::string& message);
 
 }  // namespace spade::envsandbox::detail

@@ -4,13 +4,16 @@
 // Control channel (host <-> zygote, the socket inherited as fd 3, trusted both ways):
 //   zygote -> host once at start: {"op":"ready","pid":N,"vm_bytes":N,"threads":N,"numpy":bool,
 //                                  "python":"3.11.2","tmp_root":S,"seccomp":bool,"seccomp_error":S,
+//                                  "child_namespaces":bool,"child_namespaces_error":S,
 //                                  "uid":N,"gid":N} (or {"op":"error","message":S})
 //   {"op":"spawn","limits":{Limits},"spares":K}
 //                                      -> {"pid":N} (in the zygote's pid namespace) plus the host end
 //                                         of a new socketpair (SCM_RIGHTS, SO_PASSCRED set),
-//                                         or {"error":"..."}. "spares" (optional, default 0, at most
-//                                         kMaxSpares): children with the same limits to keep forked and
-//                                         waiting for the next spawns (envd_zygote.h).
+//                                         or {"error":"...","retire":bool}: "retire" true when this
+//                                         zygote cannot fork or was altered beyond repair, and must be
+//                                         replaced for later children (envd_zygote.h). "spares"
+//                                         (optional, default 0, at most kMaxSpares): children with the
+//                                         same limits to keep forked and waiting for the next spawns.
 //   {"op":"spawn",...,"preload":S,"preload_spares":M}
 //                                      -> {"pid":N,"loaded":bool}: S is a child-channel load request
 //                                         (below) written verbatim to up to M extra spares while they
@@ -20,7 +23,8 @@
 //                                         A different S replaces the preloaded spares, S = "" (or M = 0)
 //                                         removes them; a spawn without "preload" leaves them as they
 //                                         are (envd_zygote.h).
-//   {"op":"status","pid":N}            -> {"state":"running"|"exited"|"signaled"|"unknown","code":N,"signal":N}
+//   {"op":"status","pid":N}            -> {"state":"running"|"exited"|"signaled"|"unknown","code":N,"signal":N,
+//                                          "cpu_s":F} (cpu_s: user + system seconds of an ended child)
 //   {"op":"kill","pid":N}              -> {"done":true}   SIGKILL the child's process group
 //   {"op":"release","pid":N}           -> {"done":true}   kill, then forget it once reaped
 //   The host closing the channel makes the zygote kill and reap every child and exit.
@@ -38,6 +42,8 @@
 //   Failure replies: {"error":"exception"|"memory"|"protocol","stage":S,"type":S,"message":S,
 //                     "traceback":S,"line":N}. "stage" (load only): "compile", "exec", "find", "init".
 //   Every reply may carry "out": program output (sys.stdout/sys.stderr) written since the last reply.
+//   A child's replies are untrusted: the host applies its own caps to what it decodes (string length in
+//   characters, element count, nesting, digits of big ints; py_value.h WireCaps), whatever "cut" says.
 //
 // Value encoding V (written by envd_value.cpp, read by py_value.cpp):
 //   null, true/false, a JSON string (an exact, uncut str), a JSON integer (an exact int in int64 range),
@@ -63,9 +69,12 @@ constexpr int kControlFd = 3;
 constexpr uint32_t kMaxRequestBytes = 64u << 20;
 /// Most spare children a spawn request may ask the zygote to keep waiting.
 constexpr int kMaxSpares = 64;
-/// Caps applied by the child while converting a Python value (reply size is capped separately).
+/// Caps applied by the child while converting a Python value, and again by the host to what it decodes
+/// (reply size is capped separately).
 constexpr int kMaxValueDepth = 64;
 constexpr int64_t kMaxValueElements = 100000;
+/// Most decimal digits of a big int on the wire (the child sends "" beyond ~3900).
+constexpr size_t kMaxBigIntDigits = 4300;
 /// Caps on exception text carried in failure replies (bytes).
 constexpr int64_t kMaxMessageBytes = 4096;
 constexpr int64_t kMaxTracebackBytes = 8192;

@@ -20,6 +20,20 @@ bool all_digits(const std::string& s) {
   return true;
 }
 
+// Cuts UTF-8 `s` to at most `max_chars` code points; true if anything was cut.
+bool cut_to_chars(std::string* s, int64_t max_chars) {
+  int64_t chars = 0;
+  for (size_t i = 0; i < s->size(); ++i) {
+    if ((static_cast<unsigned char>((*s)[i]) & 0xC0) == 0x80) continue;  // a continuation byte
+    if (chars == max_chars) {
+      s->resize(i);
+      return true;
+    }
+    ++chars;
+  }
+  return false;
+}
+
 std::optional<PyValue> bad(std::string* error, const std::string& what) {
   if (error) *error = what;
   return std::nullopt;
@@ -44,10 +58,23 @@ PyValue PyValue::str(std::string text) {
   return v;
 }
 
-std::optional<PyValue> PyValue::from_wire(const json& wire, std::string* error) { return decode(wire, 0, error); }
+WireCaps WireCaps::with_max_str_chars(int64_t max_str_chars) {
+  return WireCaps{max_str_chars, protocol::kMaxValueElements, protocol::kMaxValueDepth};
+}
 
-std::optional<PyValue> PyValue::decode(const json& w, int depth, std::string* error) {
-  if (depth > protocol::kMaxValueDepth) return bad(error, "value nested deeper than the cap");
+struct PyValue::Decoding {
+  WireCaps caps;
+  int64_t elements = 0;  // nodes decoded so far
+};
+
+std::optional<PyValue> PyValue::from_wire(const json& wire, const WireCaps& caps, std::string* error) {
+  Decoding d{caps};
+  return decode(wire, 0, &d, error);
+}
+
+std::optional<PyValue> PyValue::decode(const json& w, int depth, Decoding* d, std::string* error) {
+  if (depth > d->caps.max_depth) return bad(error, "value nested deeper than the cap");
+  ++d->elements;
   PyValue v;
   if (w.is_null()) return v;
   if (w.is_boolean()) {
@@ -65,6 +92,7 @@ std::optional<PyValue> PyValue::decode(const json& w, int depth, std::string* er
   if (w.is_string()) {
     v.kind_ = Kind::kStr;
     v.str_ = w.get<std::string>();
+    v.cut_ = cut_to_chars(&v.str_, d->caps.max_str_chars);
     return v;
   }
   if (!w.is_object()) return bad(error, std::string("unexpected bare JSON ") + w.type_name());
@@ -93,6 +121,7 @@ std::optional<PyValue> PyValue::decode(const json& w, int depth, std::string* er
       v.int_ = field->get<int64_t>();
     } else if (big != w.end() && big->is_string()) {
       v.big_ = big->get<std::string>();
+      if (v.big_.size() > protocol::kMaxBigIntDigits) return bad(error, "int with more digits than the cap");
       if (v.big_.empty()) v.big_unprintable_ = true;
       else if (!all_digits(v.big_)) return bad(error, "int with a non-decimal 'big'");
       v.int_ = v.big_.empty() || v.big_[0] != '-' ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
@@ -117,12 +146,16 @@ std::optional<PyValue> PyValue::decode(const json& w, int depth, std::string* er
     if (!has_v || !field->is_string()) return bad(error, "str without a string 'v'");
     v.kind_ = Kind::kStr;
     v.str_ = field->get<std::string>();
+    if (cut_to_chars(&v.str_, d->caps.max_str_chars)) v.cut_ = true;
   } else if (tag == "tuple" || tag == "list") {
     if (!has_v || !field->is_array()) return bad(error, tag + " without an array 'v'");
     v.kind_ = tag == "tuple" ? Kind::kTuple : Kind::kList;
-    v.items_.reserve(field->size());
     for (const json& item : *field) {
-      auto decoded = decode(item, depth + 1, error);
+      if (d->elements >= d->caps.max_elements) {
+        v.cut_ = true;
+        break;
+      }
+      auto decoded = decode(item, depth + 1, d, error);
       if (!decoded) return std::nullopt;
       v.items_.push_back(std::move(*decoded));
     }
@@ -132,9 +165,13 @@ std::optional<PyValue> PyValue::decode(const json& w, int depth, std::string* er
       return bad(error, "dict without parallel arrays 'k' and 'v'");
     v.kind_ = Kind::kDict;
     for (size_t i = 0; i < field->size(); ++i) {
-      auto key = decode((*keys)[i], depth + 1, error);
+      if (d->elements >= d->caps.max_elements) {  // as the child checks (envd_value.cpp)
+        v.cut_ = true;
+        break;
+      }
+      auto key = decode((*keys)[i], depth + 1, d, error);
       if (!key) return std::nullopt;
-      auto value = decode((*field)[i], depth + 1, error);
+      auto value = decode((*field)[i], depth + 1, d, error);
       if (!value) return std::nullopt;
       v.keys_.push_back(std::move(*key));
       v.items_.push_back(std::move(*value));

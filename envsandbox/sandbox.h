@@ -10,15 +10,23 @@
 // isolation() says which are active):
 //   pool:  cgroup v1 memory + pids caps for the zygote and all its children (when writable);
 //          an unprivileged uid/gid (65534) for every sandbox process when the host runs as root;
-//          bubblewrap: user/pid/net/ipc/uts/cgroup namespaces, read-only /usr (+ the few /etc files
-//          Python needs), a size-capped tmpfs /tmp as the only writable place, /proc of its own pid
-//          namespace, cleared environment, --die-with-parent, --new-session, --cap-drop ALL. When
-//          bwrap cannot create namespaces, namespaces="auto" falls back to the layers below with a
-//          one-time warning on stderr (never silently); "require" throws instead.
-//   child: own session/process group, PR_SET_PDEATHSIG, oom_score_adj 1000, RLIMIT_AS (relative to
-//          the zygote's size), RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CORE 0, a private work
-//          dir, and a seccomp deny-list (fork/exec/non-AF_UNIX sockets/ptrace/mount/bpf/io_uring/
-//          keyctl/unshare/setns/signals to other processes...; envd_seccomp.h).
+//          bubblewrap: user/pid/net/ipc/uts/cgroup namespaces, a read-only root with read-only /usr
+//          (+ the few /etc files Python needs), a read-only /dev of the usual character devices,
+//          /proc of its own pid namespace, cleared environment, --die-with-parent, --new-session,
+//          --cap-drop ALL but CAP_SYS_ADMIN inside its own user namespace (for the zygote to make the
+//          per-child namespaces; children drop it). When bwrap cannot create namespaces,
+//          namespaces="auto" falls back to the layers below with a one-time warning on stderr that
+//          says what is lost (never silently); "require" throws instead.
+//   child: its own pid, IPC and mount namespaces (inside bubblewrap; envd_namespaces.h): it is pid 1
+//          of its namespace and can name no other process, its IPC objects die with it, its /tmp (work
+//          dir and /dev/shm included, tmpfs_bytes) is its own, empty at hand-over and seen by no other
+//          child, its /proc shows itself only; no capability; own session/process group,
+//          PR_SET_PDEATHSIG, oom_score_adj 1000, RLIMIT_AS (relative to the zygote's size), RLIMIT_CPU,
+//          RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CORE 0, and a seccomp deny-list (fork/exec/non-AF_UNIX
+//          sockets/ptrace/mount/bpf/io_uring/keyctl/unshare/setns, signals, pidfds, limits, scheduling
+//          and F_SETOWN aimed at other processes...; envd_seccomp.h).
+//   the zygote and its spares: restored or replaced when found altered, a stopped or altered spare is
+//          discarded, a zygote that cannot fork is replaced (envd_zygote.h).
 //
 // Nothing here ever runs generated code in the calling process, and nothing a program does (loops,
 // huge allocations, os._exit, crashes, floods of output, forged frames) can hang or crash the caller:
@@ -83,9 +91,16 @@ struct SandboxOptions {
   std::string namespaces = "auto";
   /// bubblewrap binary. "" -> /usr/bin/bwrap, else `bwrap` on $PATH.
   std::string bwrap_path;
-  /// Size cap of the sandbox's tmpfs /tmp, which holds every child's working directory (bytes;
-  /// namespaces only; it is charged to the pool's memory cgroup).
-  int64_t tmpfs_bytes = int64_t{256} << 20;
+  /// Size cap of each child's own /tmp tmpfs, which holds its work dir and backs its /dev/shm (bytes;
+  /// per-child namespaces only: IsolationInfo::child_namespaces). Charged to the pool's memory cgroup
+  /// while the child lives, freed when it exits. Also the size of the pool's shared /tmp, which only
+  /// the zygote sees with per-child namespaces and which holds every child's work dir without them
+  /// (bubblewrap without per-child namespaces).
+  int64_t tmpfs_bytes = int64_t{64} << 20;
+  /// Inside bubblewrap, give every child its own pid, IPC and mount namespaces (envd_namespaces.h). When
+  /// false (or when they cannot be made: IsolationInfo::child_namespaces says which), children share
+  /// the pool's /tmp and see each other's pids; seccomp still keeps them apart (README "Fallback").
+  bool child_namespaces = true;
   /// Extra host paths bound read-only at the same place inside the namespaces (e.g. a Python prefix
   /// outside /usr).
   std::vector<std::string> extra_ro_binds;
@@ -130,6 +145,10 @@ struct IsolationInfo {
   std::string fallback_reason;
   /// The bwrap binary used ("" when none).
   std::string bwrap_path;
+  /// Every child has its own pid, IPC and mount namespaces (needs `namespaces`).
+  bool child_namespaces = false;
+  /// Why not ("" when child_namespaces).
+  std::string child_namespaces_reason;
   /// Children load the seccomp deny-list.
   bool seccomp = false;
   /// Effective uid/gid of the zygote (and children) as seen inside the sandbox.
@@ -149,8 +168,9 @@ struct CallResult {
   /// Stable id: "ok"; "exception" (the program raised; detail "Type: message"); "memory"
   /// (MemoryError, e.g. RLIMIT_AS, or SIGKILL by the pool cgroup's OOM killer); "timeout" (deadline
   /// passed, process killed); "exited" (the process ended on its own, e.g. os._exit); "signal"
-  /// (killed by a signal, e.g. SIGSEGV, SIGXCPU);
-  /// "protocol" (an invalid or oversized reply, or a request the child refused).
+  /// (killed by a signal, e.g. SIGSEGV, or the CPU time limit);
+  /// "protocol" (an invalid or oversized reply, or a request the child refused); "unavailable" (no
+  /// process could be created for it, even by a restarted zygote: e.g. the pool's task cap is full).
   std::string reason = "ok";
   /// Readable explanation for a failure: which call, what happened, the exception message.
   std::string detail;
@@ -179,8 +199,11 @@ class EnvServer {
   EnvServer(const EnvServer&) = delete;
   EnvServer& operator=(const EnvServer&) = delete;
 
-  /// Forks a new confined child with no program loaded. Restarts the zygote first if it died. Throws
-  /// spade::Error if no child can be created (e.g. fork fails with EAGAIN, or the restart fails).
+  /// Hands over a new confined child with no program loaded (a waiting spare or a fresh fork). Starts a
+  /// new zygote first if it died, and when it cannot fork or was altered (envd_zygote.h), retrying once;
+  /// the old zygote goes on serving the instances it handed over until they are released. Never throws
+  /// for a child that cannot be had: the instance is then dead and every call returns "unavailable"
+  /// with the cause (so one failed environment never stops a run).
   std::unique_ptr<EnvInstance> spawn();
 
   /// spawn() then EnvInstance::load(source, max_turns_cap), with the load possibly done ahead of the
@@ -189,7 +212,7 @@ class EnvServer {
   /// channel; otherwise the load is sent as usual. Either way `*load` gets what load() would return
   /// (a preloaded child's time and deadline count from the hand-over). A program whose load ends in
   /// anything but ok or "exception" (a hang, a crash, memory) is never preloaded again by this server.
-  /// Plain spawn() calls (validation) leave the preloaded spares in place. Throws like spawn().
+  /// Plain spawn() calls (validation) leave the preloaded spares in place. Never throws, like spawn().
   std::unique_ptr<EnvInstance> spawn_loaded(const std::string& source, int max_turns_cap, CallResult* load);
 
   const SandboxOptions& options() const { return options_; }
@@ -283,6 +306,8 @@ class EnvInstance {
  private:
   friend class EnvServer;
   EnvInstance(std::shared_ptr<detail::ZygoteProcess> zygote, pid_t pid, int fd, const SandboxOptions& options);
+  /// An instance without a process: every call returns reason "unavailable" with `detail`.
+  static std::unique_ptr<EnvInstance> unavailable(const SandboxOptions& options, const std::string& detail);
   /// Reads the child's hello frame (once) to learn its host pid; false if the channel failed.
   bool read_hello(Clock::time_point deadline) const;
 
@@ -300,7 +325,7 @@ class EnvInstance {
   CallResult lost(const std::string& what);
   void keep_output(const nlohmann::json& reply);
 
-  std::shared_ptr<detail::ZygoteProcess> zygote_;
+  std::shared_ptr<detail::ZygoteProcess> zygote_;  // null for an unavailable instance
   pid_t pid_;  // in the zygote's pid namespace (control requests)
   mutable pid_t host_pid_ = -1;
   mutable bool hello_read_ = false;

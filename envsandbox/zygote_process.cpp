@@ -223,8 +223,9 @@ bool ZygoteProcess::alive() {
   return !broken_;
 }
 
-bool ZygoteProcess::request(const json& req, json* reply, int* passed_fd, std::string* error) {
+bool ZygoteProcess::request(const json& req, json* reply, int* passed_fd, std::string* error, bool* retire) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (retire != nullptr) *retire = true;  // until the zygote answers otherwise
   if (broken_) {
     *error = "spade-envd is no longer running";
     return false;
@@ -252,6 +253,7 @@ bool ZygoteProcess::request(const json& req, json* reply, int* passed_fd, std::s
     *error = "spade-envd sent an invalid control reply";
     return false;
   }
+  if (retire != nullptr) *retire = reply->value("retire", false);
   if (reply->contains("error")) {
     *error = "spade-envd: " + reply->value("error", std::string("unknown error"));
     return false;
@@ -260,7 +262,7 @@ bool ZygoteProcess::request(const json& req, json* reply, int* passed_fd, std::s
 }
 
 bool ZygoteProcess::spawn(const json& limits, int spares, pid_t* pid, int* fd, std::string* error,
-                          const std::string& preload, int preload_spares, bool* loaded) {
+                          const std::string& preload, int preload_spares, bool* loaded, bool* retire) {
   json reply;
   int passed = -1;
   json req{{"op", "spawn"}, {"limits", limits}, {"spares", spares}};
@@ -268,7 +270,7 @@ bool ZygoteProcess::spawn(const json& limits, int spares, pid_t* pid, int* fd, s
     req["preload"] = preload;
     req["preload_spares"] = preload_spares;
   }
-  if (!request(req, &reply, &passed, error)) return false;
+  if (!request(req, &reply, &passed, error, retire)) return false;
   auto p = reply.find("pid");
   if (passed < 0 || p == reply.end() || !p->is_number_integer()) {
     if (passed >= 0) close(passed);

@@ -51,14 +51,17 @@ class ZygoteProcess {
 
   /// Gets a child with `limits` (envd_child.h ChildLimits fields): a waiting spare or a fresh fork, and
   /// asks the zygote to keep `spares` more waiting (protocol.h). On success sets `*pid` and `*fd` (the
-  /// host end of the child's channel, close-on-exec) and returns true; else sets `*error`.
+  /// host end of the child's channel, close-on-exec) and returns true; else sets `*error`, and
+  /// `*retire` (when non-null) to true if the zygote asked to be replaced (it cannot fork, or it was
+  /// altered beyond repair: envd_zygote.h) or the channel failed.
   /// `preload`/`preload_spares` (protocol.h): a load request for preloaded spares ("" clears them);
   /// preload_spares < 0 sends neither, leaving the zygote's preloaded spares as they are. *loaded
   /// (when non-null) tells whether the child handed over already received `preload`.
   bool spawn(const nlohmann::json& limits, int spares, pid_t* pid, int* fd, std::string* error,
-             const std::string& preload = "", int preload_spares = -1, bool* loaded = nullptr);
+             const std::string& preload = "", int preload_spares = -1, bool* loaded = nullptr,
+             bool* retire = nullptr);
 
-  /// The child's state: {"state":"running"|"exited"|"signaled"|"unknown", "code"/"signal"}.
+  /// The child's state: {"state":"running"|"exited"|"signaled"|"unknown", "code"/"signal", "cpu_s"}.
   /// "unknown" when the zygote cannot be asked.
   nlohmann::json status(pid_t pid);
 
@@ -76,7 +79,8 @@ class ZygoteProcess {
   int64_t oom_kills() const;
 
  private:
-  bool request(const nlohmann::json& req, nlohmann::json* reply, int* passed_fd, std::string* error);
+  bool request(const nlohmann::json& req, nlohmann::json* reply, int* passed_fd, std::string* error,
+               bool* retire = nullptr);
 
   std::mutex mu_;
   pid_t pid_;

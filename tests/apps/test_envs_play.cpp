@@ -1,7 +1,8 @@
 // `spade envs play` by the real binary, input piped in: a line starting with ':' is a player command
 // and never reaches the game (the game below echoes every action it gets, so one that did would show as
 // "heard :..."), an unknown one is an error naming it, :help lists the commands, and after the episode
-// ends (terminated, or truncated at max_turns) no action is sent until :reset.
+// ends (terminated, or truncated at max_turns) no action is sent until :reset. Program text reaches the
+// terminal escaped (issue 24): observations keep their line breaks and tabs, nothing else raw.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -75,4 +76,25 @@ TEST(EnvsPlay, TruncationEndsTheEpisodeToo) {
   EXPECT_FALSE(has(r.out, "heard \\boxed{two}\n  [turn 2")) << r.out;
   EXPECT_TRUE(has(r.out, "=== episode (seed 7")) << r.out;
   EXPECT_EQ(count(r.out, "heard \\boxed{two}"), 1u) << r.out;  // only after the reset
+}
+
+TEST(EnvsPlay, ProgramTextReachesTheTerminalEscaped) {
+  // Observations carrying a window-title sequence (OSC 0), a line erase with a carriage return and a C1
+  // CSI: printed raw they would retitle the window and overwrite the report. Expected text written by
+  // hand from common/terminal_text.h's rules (ESC as \x1b, BEL as \x07, CR as \r, U+009B as \u009b;
+  // LF and TAB kept in observations).
+  const std::string game = spade::fixtures::fresh_test_dir("envs_play", "escaped") + "/ink.py";
+  spade::write_file_atomic(game, R"(class InkEnv:
+    def reset(self, seed=None):
+        return "row1\n\trow2\x1b]0;pwned\x07", {}
+
+    def step(self, action):
+        return "\x1b[2K\rheard " + action + "\u009b", 1.0, True, False, {}
+)");
+  const auto r = play(game, "one\\n:quit\\n");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  for (char c : {'\x1b', '\x07', '\r'}) EXPECT_FALSE(has(r.out, std::string(1, c))) << int(c) << " in:\n" << r.out;
+  EXPECT_FALSE(has(r.out, "\xc2\x9b")) << r.out;  // U+009B raw
+  EXPECT_TRUE(has(r.out, "row1\n\trow2\\x1b]0;pwned\\x07\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "\\x1b[2K\\rheard one\\u009b\n  [turn 1")) << r.out;
 }

@@ -4,8 +4,11 @@
 // (kExpected below, derived from the layer that must stop it: host deadline -> timeout, RLIMIT_AS ->
 // memory, seccomp -> PermissionError -> *_exception, C++ type checks -> step_bad_*...), then the same
 // server must admit a good program, no process of it may be left in the pool, no watched file outside
-// the work dir may change, and the host's memory stays bounded. Then all of them run concurrently with
-// good programs on one server.
+// the work dir may change, the host's memory stays bounded, and (issue 24) a follow-up program finds
+// exactly the world it finds in a fresh pool (programs/world_probe.py: limits, scheduling, writable
+// places, files, processes, IPC objects, free memory; tests/envsandbox/world.h). Then all of them run
+// concurrently with good programs on one server. test_neighbours.cpp runs the programs aimed at
+// neighbours with live neighbours too.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -20,6 +23,7 @@
 
 #include "envsandbox/validate.h"
 #include "test_util.h"
+#include "world.h"
 
 namespace spade::envsandbox {
 namespace {
@@ -108,6 +112,18 @@ const std::vector<Expected>& expectations() {
       {"module_level_loop.py", false, {"timeout"}},
       {"background_spinner.py", true, {"ok"}},
       {"neighbour_channel.py", true, {"ok"}},
+      // Issue 24: neighbours, the pool and the reader. The programs swallow their own failures, so they
+      // are admitted (their harm would be silent); the world check below is what catches them.
+      {"stop_neighbours_pidfd.py", true, {"ok"}},
+      {"stop_neighbours_sigio.py", true, {"ok"}},
+      {"prlimit_neighbours.py", true, {"ok"}},
+      {"renice_neighbours.py", true, {"ok"}},
+      {"write_everywhere.py", true, {"ok"}},
+      {"fill_shm.py", true, {"ok"}},
+      {"sysv_ipc_leak.py", true, {"ok"}},
+      {"plant_workdirs.py", true, {"ok"}},
+      {"forged_long_obs.py", false, {"obs_too_large"}},  // the host's own cap, not the child's flag
+      {"terminal_escape.py", false, {"reset_exception"}},  // its message is escaped by `envs check`
   };
   return kExpected;
 }
@@ -163,10 +179,12 @@ int64_t own_rss_bytes() {
   return -1;
 }
 
-// Processes of an idle pool: bwrap outside the namespaces (the zygote is pid 1 inside, --as-pid-1),
+// Processes of an idle pool: bwrap outside the namespaces, the process bwrap starts (pid 1 inside,
+// --as-pid-1) which with per-child namespaces only waits for the zygote it forked (envd_namespaces.h),
 // the zygote, and the spare children it keeps waiting.
 size_t idle_pool_size(EnvServer& server) {
-  return (server.isolation().namespaces ? 2 : 1) + static_cast<size_t>(server.options().spare_children);
+  const IsolationInfo& iso = server.isolation();
+  return (iso.namespaces ? 2 : 1) + (iso.child_namespaces ? 1 : 0) + static_cast<size_t>(server.options().spare_children);
 }
 
 // Waits up to `seconds` until the pool holds at most `count` processes.
@@ -213,6 +231,11 @@ TEST_P(Adversarial, IsContained) {
   // No host secret reaches a program; output stays capped.
   EXPECT_EQ(r.output.find(kSecret), std::string::npos) << e.file << " saw the host's secret";
   EXPECT_LE(r.output.size(), static_cast<size_t>(server.options().max_output_bytes));
+  // The next program finds the world of a fresh pool (issue 24).
+  nlohmann::json after = testing::world_of(server);
+  const nlohmann::json& fresh = testing::fresh_world(adversarial_options());
+  EXPECT_EQ(after, fresh) << "after " << e.file << ", the follow-up's world differs from a fresh pool's:"
+                          << testing::differences(after, fresh);
 }
 
 std::string param_name(const ::testing::TestParamInfo<Expected>& info) {

@@ -61,6 +61,13 @@ void expect_child_layers(const PyValue& info, const EnvServer& server) {
   EXPECT_EQ(field(info, "unshare"), "PermissionError");
   EXPECT_EQ(field(info, "thread"), "ok");  // threads are clone(CLONE_THREAD): allowed
   EXPECT_EQ(field(info, "write_cwd"), "ok");
+  // Issue 24: every call aimed at another process is denied, whatever the namespaces; no capability.
+  for (const char* call : {"prlimit_other", "setpriority_other", "setpriority_user", "affinity_other", "ioprio_user",
+                           "pidfd_signal_self", "f_setown", "f_setsig"})
+    EXPECT_EQ(field(info, call), "PermissionError") << call;
+  EXPECT_EQ(field(info, "caps"), "0000000000000000");
+  // IPC objects: in the child's own IPC namespace, or not at all.
+  EXPECT_EQ(field(info, "shmget"), server.isolation().child_namespaces ? "ok" : "PermissionError");
   if (geteuid() == 0) {
     EXPECT_EQ(info.find("uid")->as_int(), server.isolation().uid);
     EXPECT_EQ(server.isolation().host_uid, 65534);
@@ -102,7 +109,43 @@ TEST(Isolation, ProgramSeesConfinedWorld) {
   for (const char* hidden : {"'root'", "'home'", "'var'", "'opt'", "'srv'", "'mnt'", "'boot'"})
     EXPECT_EQ(root.find(hidden), std::string::npos) << hidden << " visible: " << root;
   EXPECT_NE(root.find("'tmp'"), std::string::npos) << root;
+  // Read-only everywhere but /tmp; /dev holds the usual character devices only (issue 24).
+  EXPECT_EQ(field(info, "write_root"), "OSError");
+  EXPECT_EQ(field(info, "write_dev"), "OSError");
+  EXPECT_EQ(field(info, "write_tmp"), "ok");
+  EXPECT_EQ(field(info, "dev_listing"),
+            "['fd', 'full', 'null', 'random', 'shm', 'stderr', 'stdin', 'stdout', 'tty', 'urandom', 'zero']");
+  if (!server.isolation().child_namespaces) {
+    EXPECT_EQ(field(info, "cwd").rfind("/tmp/spade-envd-", 0), 0u) << field(info, "cwd");
+    EXPECT_EQ(field(info, "write_dev_shm"), "OSError");  // read-only: shared memory would outlive it
+    return;
+  }
+  // Its own namespaces: pid 1 seeing only itself, its own /tmp with its work dir and /dev/shm.
+  EXPECT_EQ(info.find("pid")->as_int(), 1);
+  EXPECT_EQ(info.find("ppid")->as_int(), 0);  // the zygote is outside its namespace
+  EXPECT_EQ(field(info, "proc_pids"), "[1]");
+  EXPECT_EQ(field(info, "cwd"), "/tmp/work");
+  EXPECT_EQ(field(info, "write_dev_shm"), "ok");
+}
+
+TEST(Isolation, InsideBubblewrapWithoutChildNamespaces) {
+  // SandboxOptions::child_namespaces = false (what a machine that cannot make them gets, with a
+  // warning): the pool's namespaces and the read-only root hold; children share the pool's /tmp, see
+  // each other's pids, cannot create IPC objects and find /dev/shm read-only.
+  SandboxOptions o = testing::fast_options();
+  o.child_namespaces = false;
+  EnvServer server(o);
+  if (!server.isolation().namespaces) GTEST_SKIP() << "no namespaces here: " << server.isolation().fallback_reason;
+  EXPECT_FALSE(server.isolation().child_namespaces);
+  EXPECT_EQ(server.isolation().child_namespaces_reason, "disabled by SandboxOptions::child_namespaces");
+  std::unique_ptr<EnvInstance> env;
+  PyValue info = probe(server, &env);
+  expect_child_layers(info, server);
   EXPECT_EQ(field(info, "cwd").rfind("/tmp/spade-envd-", 0), 0u) << field(info, "cwd");
+  EXPECT_EQ(field(info, "write_root"), "OSError");
+  EXPECT_EQ(field(info, "write_dev_shm"), "OSError");
+  EXPECT_EQ(field(info, "write_tmp"), "ok");
+  EXPECT_NE(info.find("pid")->as_int(), 1);  // a process of the zygote's namespace
 }
 
 TEST(Isolation, NoHostSecretInTheEnvironment) {
@@ -148,8 +191,11 @@ TEST(Isolation, NeighboursCannotSignalEachOther) {
   std::unique_ptr<EnvInstance> a, b;
   PyValue info_a = probe(server, &a);
   probe(server, &b);
-  int64_t pid_a = info_a.find("pid")->as_int();  // as the sandbox sees it
-  EXPECT_EQ(step_obs(*b, "kill " + std::to_string(pid_a)), "PermissionError");
+  // a's pid as the host sees it, and (without per-child namespaces) as the pool sees it; with them a is
+  // pid 1 of its own namespace, a number that names b itself in b's.
+  std::vector<int64_t> names = {a->pid()};
+  if (!server.isolation().child_namespaces) names.push_back(info_a.find("pid")->as_int());
+  for (int64_t pid : names) EXPECT_EQ(step_obs(*b, "kill " + std::to_string(pid)), "PermissionError") << pid;
   EXPECT_EQ(step_obs(*a, "?"), "?");  // a is alive and serving
 }
 

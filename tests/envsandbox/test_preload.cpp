@@ -54,12 +54,17 @@ void wait_for_refill(EnvServer& server, size_t processes) {
   }
   for (int i = 0; i < 1000 && server.pool_pids().size() < processes; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the last one's load to finish
+  // The last one, counted from its fork, must still confine itself (its own namespaces, tmpfs and
+  // /proc since issue 24), warm up and load the program: 55-65 ms from fork to load measured under a
+  // load average of 3 on the 2-core build machines (2026-12-04), where 50 ms failed half the time.
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
 }
 
-// bwrap (with namespaces), the zygote, and its plain and preloaded spares.
+// bwrap (with namespaces), the process it starts when that only waits for the zygote (per-child
+// namespaces, envd_namespaces.h), the zygote, and its plain and preloaded spares.
 size_t idle_pool(EnvServer& server) {
-  return (server.isolation().namespaces ? 2 : 1) + static_cast<size_t>(server.options().spare_children) +
+  return (server.isolation().namespaces ? 2 : 1) + (server.isolation().child_namespaces ? 1 : 0) +
+         static_cast<size_t>(server.options().spare_children) +
          static_cast<size_t>(server.options().preload_spares);
 }
 

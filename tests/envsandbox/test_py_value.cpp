@@ -10,9 +10,11 @@ namespace {
 
 using nlohmann::json;
 
+const WireCaps kCaps = WireCaps::with_max_str_chars(1000);
+
 std::optional<PyValue> decode(const std::string& text) {
   std::string error;
-  return PyValue::from_wire(json::parse(text), &error);
+  return PyValue::from_wire(json::parse(text), kCaps, &error);
 }
 
 TEST(PyValue, DecodesEveryKind) {
@@ -41,7 +43,7 @@ TEST(PyValue, RejectsMalformedNodes) {
                           R"({"t":"list","v":[{"t":"str"}]})", R"({"t":"str","v":"a","cut":1})",
                           R"(18446744073709551615)"}) {
     std::string error;
-    EXPECT_FALSE(PyValue::from_wire(json::parse(bad), &error)) << bad;
+    EXPECT_FALSE(PyValue::from_wire(json::parse(bad), kCaps, &error)) << bad;
     EXPECT_FALSE(error.empty()) << bad;
   }
 }
@@ -50,7 +52,50 @@ TEST(PyValue, RejectsExcessiveNesting) {
   json deep = "leaf";
   for (int i = 0; i < 100; ++i) deep = json{{"t", "list"}, {"v", json::array({deep})}};
   std::string error;
-  EXPECT_FALSE(PyValue::from_wire(deep, &error));
+  EXPECT_FALSE(PyValue::from_wire(deep, kCaps, &error));
+}
+
+// Issue 24: the host applies its own caps whatever the child claims ("cut" absent or false): a reply
+// written by the program itself on the channel is decoded like any other.
+TEST(PyValue, HostCutsOverlongStringsByCharacters) {
+  // 5 characters, 9 bytes: 'a', 'é' (2 bytes), '€' (3 bytes), 'b', 'c'. Cut to 3 characters: "aé€".
+  const std::string five = "a\xc3\xa9\xe2\x82\xac" "bc";
+  std::string error;
+  WireCaps three = WireCaps::with_max_str_chars(3);
+  auto bare = PyValue::from_wire(json(five), three, &error);
+  ASSERT_TRUE(bare) << error;
+  EXPECT_EQ(bare->as_str(), "a\xc3\xa9\xe2\x82\xac");
+  EXPECT_TRUE(bare->cut());
+  auto tagged = PyValue::from_wire(json{{"t", "str"}, {"v", five}, {"cut", false}}, three, &error);
+  ASSERT_TRUE(tagged) << error;
+  EXPECT_EQ(tagged->as_str().size(), 6u);
+  EXPECT_TRUE(tagged->cut());
+  auto key = PyValue::from_wire(json{{"t", "dict"}, {"k", json::array({five})}, {"v", json::array({1})}}, three, &error);
+  ASSERT_TRUE(key) << error;
+  EXPECT_TRUE(key->keys()[0].cut());
+  // Exactly at the cap: untouched.
+  auto exact = PyValue::from_wire(json("abc"), three, &error);
+  ASSERT_TRUE(exact);
+  EXPECT_FALSE(exact->cut());
+  EXPECT_EQ(exact->as_str(), "abc");
+}
+
+TEST(PyValue, HostCutsContainersPastTheElementCap) {
+  // 10 elements under a cap of 4 nodes in the whole tree: the list node itself is 1, so 3 items stay.
+  WireCaps caps{100, 4, 64};
+  json list = json{{"t", "list"}, {"v", json::array({1, 2, 3, 4, 5, 6, 7, 8, 9, 10})}};
+  std::string error;
+  auto v = PyValue::from_wire(list, caps, &error);
+  ASSERT_TRUE(v) << error;
+  EXPECT_EQ(v->items().size(), 3u);
+  EXPECT_TRUE(v->cut());
+}
+
+TEST(PyValue, RejectsBigIntsWithMoreDigitsThanTheCap) {
+  std::string error;
+  json big = json{{"t", "int"}, {"big", std::string(5000, '7')}};
+  EXPECT_FALSE(PyValue::from_wire(big, kCaps, &error));
+  EXPECT_NE(error.find("digits"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -30,6 +30,52 @@ def _unshare():
 def _write(path):
     with open(path, "w") as f:
         f.write("pwned")
+    os.unlink(path)
+
+
+def _syscall(number, *args):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(number, *args) < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+
+
+def _fcntl_on_pipe(cmd, arg):
+    import fcntl
+    r, w = os.pipe()
+    try:
+        fcntl.fcntl(r, cmd, arg)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def _shm():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    shm = libc.shmget(0, 4096, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600
+    if shm < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    libc.shmctl(shm, 0, None)  # IPC_RMID
+
+
+def _cap_eff():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("CapEff:"):
+                return line.split()[1]
+    return "?"
+
+
+# Calls aimed at another process (issue 24): the targets are harmless -- pid 2, which names no process
+# of a pool with per-child namespaces and the zygote's first child without them, only read or set to
+# the value it already has -- so a missing denial changes nothing.
+OTHER = 2
+
+
+def _ioprio():
+    import ctypes
+    return ctypes.CDLL(None).syscall(252, 1, 0)  # ioprio_get(IOPRIO_WHO_PROCESS, self)
 
 
 class ProbeEnv:
@@ -61,6 +107,22 @@ class ProbeEnv:
             "read_shadow": attempt(lambda: open("/etc/shadow").read()),
             "proc_1_environ": attempt(lambda: open("/proc/1/environ").read()),
             "root_listing": sorted(os.listdir("/")),
+            "dev_listing": sorted(os.listdir("/dev")),
+            "proc_pids": sorted(int(n) for n in os.listdir("/proc") if n.isdigit()),
+            "write_root": attempt(lambda: _write("/spade_probe")),
+            "write_dev": attempt(lambda: _write("/dev/spade_probe")),
+            "write_dev_shm": attempt(lambda: _write("/dev/shm/spade_probe")),
+            "write_tmp": attempt(lambda: _write("/tmp/spade_probe")),
+            "caps": _cap_eff(),
+            "shmget": attempt(_shm),
+            "prlimit_other": attempt(lambda: __import__("resource").prlimit(OTHER, __import__("resource").RLIMIT_NOFILE)),
+            "setpriority_other": attempt(lambda: os.setpriority(os.PRIO_PROCESS, OTHER, os.getpriority(os.PRIO_PROCESS, 0))),
+            "setpriority_user": attempt(lambda: os.setpriority(os.PRIO_USER, os.getuid(), os.getpriority(os.PRIO_PROCESS, 0))),
+            "affinity_other": attempt(lambda: os.sched_setaffinity(OTHER, os.sched_getaffinity(0))),
+            "ioprio_user": attempt(lambda: _syscall(251, 3, os.getuid(), _ioprio())),
+            "pidfd_signal_self": attempt(lambda: _syscall(424, os.open("/proc/self", os.O_RDONLY), 0, None, 0)),
+            "f_setown": attempt(lambda: _fcntl_on_pipe(8, os.getpid())),
+            "f_setsig": attempt(lambda: _fcntl_on_pipe(10, 0)),
             "thread": attempt(self._thread),
         }
         return "probe", info
