@@ -206,23 +206,10 @@ std::map<std::string, double> SelfPlay::step(int64_t t) {
   std::vector<rollout::Sample> batch = std::move(designer_batch);
   const int64_t n_designer = static_cast<int64_t>(batch.size());
   for (rollout::Sample& s : agent_batch) batch.push_back(std::move(s));
-  LrSchedule schedule;
-  schedule.kind = config_.optim.lr_schedule;
-  schedule.base_lr = config_.optim.lr;
-  schedule.warmup_steps = config_.optim.warmup_steps;
-  schedule.total_steps = sp.steps;
-  schedule.min_lr_ratio = config_.optim.min_lr_ratio;
-  const double lr = learning_rate(schedule, t);
+  const double lr = learning_rate(lr_schedule(config_), t);
   for (torch::optim::OptimizerParamGroup& group : optimizer_.param_groups()) group.options().set_lr(lr);
   m["actor/lr"] = lr;
-  UpdateOptions update;
-  update.loss = loss_config(config_.loss);
-  update.micro_batch_tokens = config_.optim.micro_batch_tokens;
-  update.mini_batches = config_.optim.mini_batches;  // PPO mini-batch steps, all at this rollout's lr
-  update.grad_clip = config_.optim.grad_clip;
-  update.logprob_chunk_rows = config_.optim.logprob_chunk_rows;
-  update.reference = kl_reference_;
-  update.autocast = config_.train.autocast;
+  const UpdateOptions update = update_options(config_, kl_reference_);
   // Data parallel: each rank trains the environments it played (and its deal of designer samples).
   // Filtered plays stay in `batch` (rollouts.h5 logs them with trained = 0) but not in what is trained.
   // batch_share deals the agent part by position in whole groups of plays_per_env (the groups each rank
