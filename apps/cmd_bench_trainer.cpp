@@ -124,20 +124,12 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-torch::optim::AdamW make_optimizer(policy::Transformer& model, const trainer::OptimConfig& o) {
-  // As trainer/train.cpp builds the self-play optimizer.
-  return torch::optim::AdamW(model->parameters(), torch::optim::AdamWOptions(o.lr)
-                                                      .betas({o.beta1, o.beta2})
-                                                      .weight_decay(o.weight_decay)
-                                                      .eps(o.adam_eps));
-}
-
 /// Our side: a fresh model from `ckpt` and a fresh AdamW, `warmup` untimed then `steps` timed
 /// grpo_update calls. Returns {"step_s": [...], "first": {...}, "peak_rss_mb"}.
 nlohmann::json run_ours(const std::string& ckpt, const std::vector<rollout::Sample>& samples,
                         const trainer::UpdateOptions& update, const trainer::OptimConfig& optim, int warmup, int steps) {
   policy::Transformer model = policy::load_checkpoint(ckpt);
-  torch::optim::AdamW optimizer = make_optimizer(model, optim);
+  torch::optim::AdamW optimizer = trainer::make_optimizer(model, optim);
   reset_peak_rss();
   nlohmann::json out;
   std::vector<double> step_s, step_cpu_s;
@@ -166,7 +158,7 @@ nlohmann::json profile_ours(const std::string& ckpt, const std::vector<rollout::
                             const trainer::UpdateOptions& update, const trainer::OptimConfig& optim, int warmup,
                             int steps) {
   policy::Transformer model = policy::load_checkpoint(ckpt);
-  torch::optim::AdamW optimizer = make_optimizer(model, optim);
+  torch::optim::AdamW optimizer = trainer::make_optimizer(model, optim);
   std::vector<const rollout::Sample*> trainable;
   for (const rollout::Sample& s : samples)  // grpo_update's filter
     if (s.tokens.size() >= 2 && s.num_trainable() > 0) trainable.push_back(&s);
@@ -286,11 +278,7 @@ void add_bench_trainer_command(CLI::App& app) {
         throw spade::Error("bench trainer: need --steps >= 1, --warmup >= 0, --repeats >= 1");
       const trainer::Config cfg = args->config.empty() ? trainer::parse_config(kDefaultConfig, kDefaultConfigName)
                                                        : trainer::load_config(args->config);
-      trainer::UpdateOptions update;
-      update.loss = trainer::loss_config(cfg.loss);
-      update.micro_batch_tokens = cfg.optim.micro_batch_tokens;
-      update.grad_clip = cfg.optim.grad_clip;
-      update.logprob_chunk_rows = cfg.optim.logprob_chunk_rows;
+      const trainer::UpdateOptions update = trainer::update_options(cfg);
       if (!args->no_reference && (update.loss.dual_clip_c || update.loss.kl_coef != 0.0 ||
                                   update.loss.entropy_coef != 0.0 || !update.loss.tis))
         throw spade::Error("bench trainer: the Python reference implements the default loss only (no dual clip, "

@@ -7,7 +7,9 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "embedded_config.h"
+#include "trainer/config_checks.h"
 #include "trainer/launch_local.h"
+#include "trainer/run_plan.h"
 #include "trainer/train.h"
 
 namespace spade::apps {
@@ -44,14 +46,23 @@ trainer::TrainOptions train_options(const ConfigArgs& args, bool selfplay) {
   return o;
 }
 
-trainer::Config load(const ConfigArgs& args) {
+// The config of `args`, checked (trainer/config_checks.h). `inputs`: also check that the files and
+// checkpoints it names exist (train, sft, config check; not config show, which only prints).
+trainer::Config load(const ConfigArgs& args, bool inputs = true) {
   std::vector<std::string> overrides = args.overrides;
   if (!args.name.empty()) overrides.push_back("run.name=" + args.name);
   trainer::Config c = args.config.empty()
                           ? trainer::parse_config(kDefaultConfig, kDefaultConfigName, overrides)
                           : trainer::load_config(args.config, overrides);
   c.seed_envs.dir = resolve_data_path(c.seed_envs.dir);
+  if (inputs) trainer::check_inputs(c, args.config.empty() ? kDefaultConfigName : args.config);
   return c;
+}
+
+// `train --dry-run`, `config check`: what the run would do; touches nothing under run.out_dir.
+int print_plan(const trainer::Config& c, const std::string& source) {
+  std::printf("config %s: ok\n%s", source.c_str(), trainer::describe(trainer::plan_run(c), c).c_str());
+  return 0;
 }
 
 void print_line(const std::string& line) {
@@ -91,6 +102,7 @@ void add_train_commands(CLI::App& app) {
   auto args = std::make_shared<ConfigArgs>();
   auto resume = std::make_shared<std::string>();
   auto nproc = std::make_shared<int>(0);
+  auto dry_run = std::make_shared<bool>(false);
   CLI::App* train = app.add_subcommand("train", "run SPADE self-play (cold start + self-play steps)");
   add_config_options(train, *args);
   add_overwrite_option(train, *args);
@@ -101,8 +113,17 @@ void add_train_commands(CLI::App& app) {
                     "data parallel on this machine: start N ranks of spade (torchrun environment, Gloo "
                     "on CPU); torchrun and srun launch ranks too, see scripts/launch/")
       ->check(CLI::Range(1, 1024));
-  train->callback([args, resume, nproc] {
-    set_action([args, resume, nproc] {
+  train->add_flag("--dry-run", *dry_run,
+                  "load and check the config (every key, the files it names), print the plan (steps, "
+                  "environments, plays, tokens per step, model parameters) and exit; creates nothing");
+  train->callback([args, resume, nproc, dry_run] {
+    set_action([args, resume, nproc, dry_run] {
+      if (*dry_run) {
+        if (resume->empty()) return print_plan(load(*args), args->config.empty() ? kDefaultConfigName : args->config);
+        trainer::Config c = trainer::load_run_config(*resume, args->overrides);
+        c.seed_envs.dir = resolve_data_path(c.seed_envs.dir);
+        return print_plan(c, *resume + "/config.yaml");
+      }
       if (*nproc > 0) {
         if (std::getenv("RANK"))
           throw Error("train --nproc: this process is already rank " + std::string(std::getenv("RANK")) +
@@ -151,9 +172,19 @@ void add_train_commands(CLI::App& app) {
   add_config_options(show, *show_args);
   show->callback([show_args] {
     set_action([show_args] {
-      std::printf("%s", trainer::to_yaml(load(*show_args)).c_str());
+      std::printf("%s", trainer::to_yaml(load(*show_args, /*inputs=*/false)).c_str());
       return 0;
     });
+  });
+
+  auto check_args = std::make_shared<ConfigArgs>();
+  CLI::App* check = config->add_subcommand(
+      "check", "load and check a config (every key, the files it names) and print the run's plan; exit 1 "
+               "naming the key on a bad one. Creates nothing");
+  check->add_option("config", check_args->config, "run config (YAML)")->required();
+  check->add_option("--set", check_args->overrides, "override a key, e.g. --set selfplay.steps=16 (repeatable)");
+  check->callback([check_args] {
+    set_action([check_args] { return print_plan(load(*check_args), check_args->config); });
   });
 }
 

@@ -8,7 +8,7 @@
 
 namespace spade::apps {
 
-void add_train_commands(CLI::App& app);     // train, sft, config show
+void add_train_commands(CLI::App& app);     // train, sft, config show, config check
 void add_corpus_commands(CLI::App& app);    // corpus build
 void add_envs_commands(CLI::App& app);      // envs check
 void add_generate_command(CLI::App& app);   // generate

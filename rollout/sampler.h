@@ -36,15 +36,16 @@
 #include <vector>
 
 #include "policy/transformer.h"
+#include "rollout/sampling_defaults.h"
 
 namespace spade::rollout {
 
-/// Defaults: SPADE reference §5 (temperature 0.6, top-p 0.95, top-k 20).
+/// Defaults: SPADE reference §5 (rollout/sampling_defaults.h).
 struct SamplingParams {
-  double temperature = 0.6;   // 0 = greedy (argmax; logprobs then use temperature 1), else finite >= 1e-5
-  double top_p = 0.95;        // nucleus: keep the smallest prefix (by prob, descending) whose mass >= top_p
-  int top_k = 20;             // keep the k most likely tokens; <= 0 disables
-  double min_p = 0.0;         // keep tokens with p >= min_p * p_max; 0 disables
+  double temperature = sampling_defaults::kTemperature;  // 0 = greedy (argmax; logprobs then use temperature 1), else finite >= 1e-5
+  double top_p = sampling_defaults::kTopP;  // nucleus: keep the smallest prefix (by prob, descending) whose mass >= top_p
+  int top_k = sampling_defaults::kTopK;     // keep the k most likely tokens; <= 0 disables
+  double min_p = sampling_defaults::kMinP;  // keep tokens with p >= min_p * p_max; 0 disables
   int max_new_tokens = 256;   // per sequence
   /// Finishing tokens (e.g. ChatTemplate::eos_id()). Empty = stop only at max_new_tokens.
   std::vector<int64_t> stop_token_ids;

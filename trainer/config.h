@@ -1,11 +1,17 @@
 // Run configuration: one struct tree, its defaults in the member initialisers (each with its source),
-// loaded from YAML with unknown keys rejected, overridden with --set a.b=value, saved resolved.
+// loaded from YAML with unknown keys rejected, overridden with --set a.b=value, saved resolved. Each key
+// is listed once, with the values it admits, in trainer/config_keys.h.
 // Defaults are the paper-scale values of reference/spade-reference.md §5 where one exists;
 // configs/games-tiny.yaml scales them down for a 2-core CPU.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "envsandbox/sandbox.h"
+#include "policy/model_config.h"
+#include "reward/designer_reward.h"
+#include "rollout/sampling_defaults.h"
 
 namespace spade::trainer {
 
@@ -38,8 +44,8 @@ struct ModelConfigYaml {
   int num_hidden_layers = 4;
   int num_attention_heads = 4;
   int num_key_value_heads = 2;
-  int max_position_embeddings = 2048;
-  double rope_theta = 10000.0;
+  int max_position_embeddings = static_cast<int>(policy::ModelConfig{}.max_position_embeddings);
+  double rope_theta = policy::ModelConfig{}.rope_theta;
   double rms_norm_eps = 1e-5;
   bool tie_word_embeddings = true;
   double init_std = 0.02;
@@ -63,14 +69,24 @@ struct WarmStartConfig {
   int demos_per_env = 4;          // agent demonstrations per seed environment (seeds 0..n-1)
 };
 
+// One role's sampling (selfplay.designer / agent / hint): rollout/sampling_defaults.h (reference §5).
 struct SamplingYaml {
-  double temperature = 0.6;   // reference §5: temperature 0.6, top-p 0.95, top-k 20
-  double top_p = 0.95;
-  int top_k = 20;
-  double min_p = 0.0;
+  double temperature = rollout::sampling_defaults::kTemperature;
+  double top_p = rollout::sampling_defaults::kTopP;
+  int top_k = rollout::sampling_defaults::kTopK;
+  double min_p = rollout::sampling_defaults::kMinP;
   int max_new_tokens = 8192;
   std::string decode_graph = "auto";  // auto | off | on: decode steps as a CUDA graph (SamplingParams::decode_graph)
 };
+
+/// The reference sampling of a role with its token cap (and temperature, when not the default).
+inline SamplingYaml role_sampling(int max_new_tokens,
+                                  double temperature = rollout::sampling_defaults::kTemperature) {
+  SamplingYaml s;
+  s.max_new_tokens = max_new_tokens;
+  s.temperature = temperature;
+  return s;
+}
 
 struct SelfPlayConfig {
   int steps = 400;                 // rollouts (reference §5 table)
@@ -83,9 +99,9 @@ struct SelfPlayConfig {
   int max_turns = 25;              // turn cap per episode (reference §3)
   int context_tokens = 32768;      // per-episode context (reference §5)
   int hint_max_tokens = 4096;
-  SamplingYaml designer{0.6, 0.95, 20, 0.0, 16384};
-  SamplingYaml agent{0.6, 0.95, 20, 0.0, 8192};
-  SamplingYaml hint{0.3, 0.95, 20, 0.0, 4096};   // reference §5: hint/validator temperature 0.3
+  SamplingYaml designer = role_sampling(16384);  // reference §5: designer max tokens 16384
+  SamplingYaml agent = role_sampling(8192);      // reference §5: agent max tokens 8192
+  SamplingYaml hint = role_sampling(4096, rollout::sampling_defaults::kHintTemperature);
   int max_batch = 64;              // sequences decoded together
   int max_tokens_in_flight = 0;    // KV tokens the sampler's running batch may reserve (each row: its
                                    // history + max new tokens); 0 = unlimited (SamplingParams::max_tokens_in_flight)
@@ -95,9 +111,12 @@ struct SelfPlayConfig {
 
 struct RewardYaml {
   std::string designer_reward = "blend";   // blend | regret_based | learning_potential | solve_rate
-  double regret_scale = 0.15;      // regret_n = clip(regret / 0.15, 0, 1) (reference §5)
-  double plateau_low = 0.4, plateau_high = 0.6, plateau_ramp = 0.25;
-  double w_regret = 0.4, w_anchor = 0.6;   // blend weights
+  // The blend's parameters: reward::BlendConfig's defaults (reward/designer_reward.h, reference §5):
+  // regret_n = clip(regret / regret_scale, 0, 1); plateau band [low, high] with linear ramps; weights.
+  double regret_scale = reward::BlendConfig{}.regret_scale;
+  double plateau_low = reward::PlateauConfig{}.low, plateau_high = reward::PlateauConfig{}.high;
+  double plateau_ramp = reward::PlateauConfig{}.ramp;
+  double w_regret = reward::BlendConfig{}.regret_weight, w_anchor = reward::BlendConfig{}.plateau_weight;
   double actor_std_eps = 1e-8;     // actor z-score epsilon (reference §5)
   bool scale_by_std = true;        // actor advantage (r - mean) / (std + eps) (SPADE, reference §5);
                                    // false: Dr.GRPO's r - mean (trainer-anchors §1)
@@ -111,7 +130,8 @@ struct RewardYaml {
   // Auxiliary designer terms, off in every paper run (SPADE App. F.2): the blend's frontier term
   // frontier_weight * -(w - 0.5)^2 / frontier_scale, and the learning_potential variant's solver-variance
   // bonus exp(-(var - 0.25)^2 / 0.02) (reward/designer_reward.h).
-  double frontier_weight = 0.0, frontier_scale = 0.08;
+  double frontier_weight = reward::BlendConfig{}.frontier_weight;
+  double frontier_scale = reward::BlendConfig{}.frontier_scale;
   bool lp_variance_bonus = false;
 };
 
@@ -153,20 +173,22 @@ struct OptimConfig {
                                     // are never materialised at once (0 = off; grpo_update.h)
 };
 
-// Environment sandbox (envsandbox/sandbox.h SandboxOptions documents each field and its default).
+// Environment sandbox: the defaults are envsandbox/sandbox.h SandboxOptions', which documents each
+// field and its source (sizes there in bytes, here in MiB).
 struct SandboxYaml {
-  double load_timeout_s = 30, call_timeout_s = 30;   // reference §4: env step/load 30 s
-  double episode_timeout_s = 300;                     // one play's wall clock, 300 s (reference); 0 = none
-  int memory_limit_mb = 1024;                         // RLIMIT_AS headroom per environment
-  int cpu_limit_s = 60;                               // RLIMIT_CPU per environment
-  std::string namespaces = "auto";                    // auto | require | off (bubblewrap layer)
-  bool seccomp = true;
-  bool cgroups = true;
-  int pool_memory_mb = 0;                             // whole pool's memory cap; 0 = half of MemTotal
-  int spare_children = 2;                             // pre-forked children waiting in the zygote
-  int preload_spares = 2;                             // waiting children with the current program loaded
-  int spin_us = 50;                                   // reply waits spin this long before sleeping (frame.h)
-  int max_obs_chars = 16384;                          // longer observations arrive cut
+  double load_timeout_s = envsandbox::SandboxOptions{}.load_timeout_s;  // reference §4: env step/load 30 s
+  double call_timeout_s = envsandbox::SandboxOptions{}.call_timeout_s;
+  double episode_timeout_s = 300;   // one play's wall clock, 300 s (reference); 0 = none (EpisodeOptions)
+  int memory_limit_mb = static_cast<int>(envsandbox::SandboxOptions{}.memory_limit_bytes >> 20);
+  int cpu_limit_s = envsandbox::SandboxOptions{}.cpu_limit_s;
+  std::string namespaces = envsandbox::SandboxOptions{}.namespaces;  // auto | require | off (bubblewrap)
+  bool seccomp = envsandbox::SandboxOptions{}.seccomp;
+  bool cgroups = envsandbox::SandboxOptions{}.cgroups;
+  int pool_memory_mb = static_cast<int>(envsandbox::SandboxOptions{}.pool_memory_bytes >> 20);  // 0 = half of MemTotal
+  int spare_children = envsandbox::SandboxOptions{}.spare_children;
+  int preload_spares = envsandbox::SandboxOptions{}.preload_spares;
+  int spin_us = envsandbox::SandboxOptions{}.spin_us;
+  int max_obs_chars = static_cast<int>(envsandbox::SandboxOptions{}.max_obs_chars);
 };
 
 struct MemoryYaml {
@@ -223,8 +245,12 @@ struct Config {
 /// YAML; for an unknown key, the key and the closest valid key or section when one is near
 /// ("x.yaml:3: unknown config key 'selfplay.stpes'; did you mean 'selfplay.steps'?", by
 /// common/edit_distance.h); for a value of the wrong type, the key and what it expects
-/// ("x.yaml:3: selfplay.steps expects an integer, got 'abc'"). `overrides` are "a.b=value" strings
-/// (--set), applied after the file; their errors start "--set a.b=value: " instead of FILE:LINE.
+/// ("x.yaml:3: selfplay.steps expects an integer, got 'abc'"); for a value outside what its key admits
+/// (trainer/config_keys.h: ranges, enums by their library's parser, listing the allowed names) or a
+/// violated constraint between keys (config_checks.h), the key, where it was set and the rule
+/// ("x.yaml:9: loss.tis_cap must be > 0, got -1"). `overrides` are "a.b=value" strings (--set), applied
+/// after the file; their errors start "--set a.b=value: " instead of FILE:LINE. Reads only `path`:
+/// the input files a config names are checked by check_inputs (config_checks.h).
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 /// Same, from YAML text (`source_name` is used in error messages).
@@ -234,7 +260,8 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
 /// The resolved config as YAML (every key, defaults included); parse_config(to_yaml(c)) == c.
 std::string to_yaml(const Config& config);
 
-/// Checks value ranges (k >= 1, plays >= 1, ...). Throws spade::Error naming the key.
-void validate(const Config& config);
+/// Checks every key and the constraints between keys (config_checks.h check_config; parse_config runs
+/// it). For a config changed after loading; errors start "SOURCE_NAME: KEY ...". Throws spade::Error.
+void validate(const Config& config, const std::string& source_name = "config");
 
 }  // namespace spade::trainer

@@ -78,6 +78,35 @@ envsandbox::SandboxOptions sandbox_options(const SandboxYaml& s) {
   return o;
 }
 
+UpdateOptions update_options(const Config& c, policy::Transformer reference) {
+  UpdateOptions u;
+  u.loss = loss_config(c.loss);
+  u.micro_batch_tokens = c.optim.micro_batch_tokens;
+  u.mini_batches = c.optim.mini_batches;  // PPO mini-batch steps, all at the rollout's lr
+  u.grad_clip = c.optim.grad_clip;
+  u.logprob_chunk_rows = c.optim.logprob_chunk_rows;
+  u.reference = std::move(reference);
+  u.autocast = c.train.autocast;
+  return u;
+}
+
+LrSchedule lr_schedule(const Config& c) {
+  LrSchedule s;
+  s.kind = c.optim.lr_schedule;
+  s.base_lr = c.optim.lr;
+  s.warmup_steps = c.optim.warmup_steps;
+  s.total_steps = c.selfplay.steps;
+  s.min_lr_ratio = c.optim.min_lr_ratio;
+  return s;
+}
+
+torch::optim::AdamW make_optimizer(policy::Transformer& model, const OptimConfig& o) {
+  return torch::optim::AdamW(model->parameters(), torch::optim::AdamWOptions(o.lr)
+                                                      .betas({o.beta1, o.beta2})
+                                                      .weight_decay(o.weight_decay)
+                                                      .eps(o.adam_eps));
+}
+
 DistributedOptions distributed_options(const DistributedYaml& d) {
   DistributedOptions o;
   o.backend = d.backend;

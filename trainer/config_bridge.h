@@ -7,6 +7,8 @@
 #include "rollout/sampler.h"
 #include "trainer/config.h"
 #include "trainer/distributed.h"
+#include "trainer/grpo_update.h"
+#include "trainer/lr_schedule.h"
 #include "trainer/policy_loss.h"
 
 namespace spade::trainer {
@@ -29,6 +31,18 @@ rollout::EpisodeOptions episode_options(const Config& c);
 
 /// sandbox.* -> sandbox options (timeouts in seconds, memory in MiB converted to bytes).
 envsandbox::SandboxOptions sandbox_options(const SandboxYaml& s);
+
+/// loss.*, optim.* (micro_batch_tokens, mini_batches, grad_clip, logprob_chunk_rows) and
+/// train.autocast -> the options of grpo_update, with `reference` the frozen KL reference policy
+/// (null unless loss.kl_coef != 0). The one builder of UpdateOptions for the trainer and the benches.
+UpdateOptions update_options(const Config& c, policy::Transformer reference = nullptr);
+
+/// optim.* -> the self-play learning-rate schedule over selfplay.steps rollouts (one step a rollout).
+LrSchedule lr_schedule(const Config& c);
+
+/// optim.* -> AdamW over `model`'s parameters (lr, betas, weight decay, eps): the self-play optimizer,
+/// as the trainer and the benches build it.
+torch::optim::AdamW make_optimizer(policy::Transformer& model, const OptimConfig& o);
 
 /// distributed.* -> process-group options (bucket size in MiB converted to bytes).
 DistributedOptions distributed_options(const DistributedYaml& d);

@@ -8,28 +8,31 @@
 
 #include "policy/transformer.h"
 #include "rollout/sample.h"
+#include "trainer/config.h"
 #include "trainer/distributed.h"
 #include "trainer/policy_loss.h"
 #include "trainer/update_stats.h"
 
 namespace spade::trainer {
 
+// Defaults: the run config's optim.* (trainer/config.h OptimConfig); update_options(config)
+// (config_bridge.h) builds one from a config.
 struct UpdateOptions {
   PolicyLossConfig loss;
-  int micro_batch_tokens = 8192;  // padded tokens per micro-batch
-  double grad_clip = 1.0;         // max global grad norm; <= 0 disables
+  int micro_batch_tokens = OptimConfig{}.micro_batch_tokens;  // padded tokens per micro-batch
+  double grad_clip = OptimConfig{}.grad_clip;                 // max global grad norm; <= 0 disables
   // PPO mini-batches per rollout batch (config optim.mini_batches; verl ppo_mini_batch_size expressed
   // as a count, slime num_steps_per_rollout): M >= 1 optimizer steps per grpo_update call. M = 1 is
   // the single on-policy step (old_logp = logp.detach(), ratio exactly 1). M > 1: see grpo_update.
-  int mini_batches = 1;
-  int logprob_chunk_rows = 2048;  // token rows per lm_head chunk (sequence_logprobs, chunked_logprobs.h); <= 0: whole
+  int mini_batches = OptimConfig{}.mini_batches;
+  int logprob_chunk_rows = OptimConfig{}.logprob_chunk_rows;  // token rows per lm_head chunk (sequence_logprobs, chunked_logprobs.h); <= 0: whole
   // Frozen reference policy for the KL penalty (loss.kl_coef != 0; required then): its logprobs are
   // computed per micro-batch under no_grad, at each sample's temperature like the policy's.
   policy::Transformer reference{nullptr};
   // Mixed precision of the forward passes (config train.autocast, trainer/autocast.h): "none" (the
   // model's own dtype) or "bf16" (matmuls in bfloat16 under autocast on the model's device; master
   // weights, gradients and optimizer state stay in the parameters' dtype, fp32).
-  std::string autocast = "none";
+  std::string autocast = TrainYaml{}.autocast;
 };
 
 // UpdateStats (what one update measured): trainer/update_stats.h.

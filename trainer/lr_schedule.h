@@ -5,14 +5,18 @@
 #include <cstdint>
 #include <string>
 
+#include "trainer/config.h"
+
 namespace spade::trainer {
 
+// Defaults: the run config's optim.* (trainer/config.h OptimConfig); lr_schedule(config)
+// (config_bridge.h) builds one from a config.
 struct LrSchedule {
-  std::string kind = "constant";  // constant | linear_warmup | cosine
-  double base_lr = 1e-6;          // reference §5: Adam lr 1e-6 constant
-  int warmup_steps = 0;           // linear warmup from base_lr / warmup_steps to base_lr (all kinds)
+  std::string kind = OptimConfig{}.lr_schedule;  // constant | linear_warmup | cosine
+  double base_lr = OptimConfig{}.lr;             // reference §5: Adam lr 1e-6 constant
+  int warmup_steps = OptimConfig{}.warmup_steps;  // linear warmup from base_lr / warmup_steps to base_lr (all kinds)
   int total_steps = 0;            // cosine: the step at which the rate reaches min_lr_ratio * base_lr
-  double min_lr_ratio = 0.0;      // cosine floor as a fraction of base_lr
+  double min_lr_ratio = OptimConfig{}.min_lr_ratio;  // cosine floor as a fraction of base_lr
 };
 
 /// The rate of optimizer step `step` (0-based):

@@ -22,6 +22,8 @@
 
 #include <torch/torch.h>
 
+#include "trainer/config.h"
+
 namespace spade::trainer {
 
 /// How per-token losses become one scalar. `normaliser` is always the global denominator over the
@@ -59,17 +61,21 @@ KlType parse_kl_type(const std::string& name);
 std::string to_string(TisLevel level);
 TisLevel parse_tis_level(const std::string& name);
 
+/// Defaults: the run config's loss.* (trainer/config.h LossYaml, which gives each one's source:
+/// eps 0.2/0.28 clip-higher, TIS cap 2.0 (slime/verl C), token TIS, slime's seq_mean_token_mean,
+/// verl's low_var_kl, entropy and KL coefficients 0); loss_config(config.loss) (config_bridge.h)
+/// builds one from a config.
 struct PolicyLossConfig {
-  double eps_low = 0.2, eps_high = 0.28;  // clip-higher (paper Sec. 4.1; reference §5)
-  std::optional<double> dual_clip_c;      // e.g. 3.0; must be > 1
+  double eps_low = LossYaml{}.eps_low, eps_high = LossYaml{}.eps_high;  // clip-higher (paper Sec. 4.1)
+  std::optional<double> dual_clip_c;      // e.g. 3.0; must be > 1 (config: loss.dual_clip_c, 0 = unset)
   double log_ratio_clamp = 20.0;          // clamp of logp - old_logp before exp
-  AggMode agg_mode = AggMode::SeqMeanTokenMean;  // slime default
-  int64_t max_len = 0;                    // DrGrpo: L in B*L (0 = use the masks' T in global_normaliser)
-  bool tis = true;
-  double tis_cap = 2.0, tis_low = 0.0;    // truncated IS (slime/verl C = 2.0)
-  TisLevel tis_level = TisLevel::Token;   // per-token weights (slime/verl default); see TisLevel
-  double entropy_coef = 0.0, kl_coef = 0.0;
-  KlType kl_type = KlType::LowVarKl;
+  AggMode agg_mode = parse_agg_mode(LossYaml{}.agg_mode);
+  int64_t max_len = LossYaml{}.max_len;   // DrGrpo: L in B*L (0 = use the masks' T in global_normaliser)
+  bool tis = LossYaml{}.tis;
+  double tis_cap = LossYaml{}.tis_cap, tis_low = LossYaml{}.tis_low;  // truncated IS
+  TisLevel tis_level = parse_tis_level(LossYaml{}.tis_level);  // see TisLevel
+  double entropy_coef = LossYaml{}.entropy_coef, kl_coef = LossYaml{}.kl_coef;
+  KlType kl_type = parse_kl_type(LossYaml{}.kl_type);
 };
 
 struct PolicyLossTerms {

@@ -31,37 +31,11 @@ DesignerBatch score_designer_buffer(std::vector<rollout::Sample> buffer, const s
   return out;
 }
 
-namespace {
-
-double scheduled_lr(const Config& config, int64_t t) {
-  LrSchedule schedule;
-  schedule.kind = config.optim.lr_schedule;
-  schedule.base_lr = config.optim.lr;
-  schedule.warmup_steps = config.optim.warmup_steps;
-  schedule.total_steps = config.selfplay.steps;
-  schedule.min_lr_ratio = config.optim.min_lr_ratio;
-  return learning_rate(schedule, t);
-}
-
-UpdateOptions self_play_update_options(const Learner& learner) {
-  const Config& config = learner.config;
-  UpdateOptions update;
-  update.loss = loss_config(config.loss);
-  update.micro_batch_tokens = config.optim.micro_batch_tokens;
-  update.mini_batches = config.optim.mini_batches;  // PPO mini-batch steps, all at this rollout's lr
-  update.grad_clip = config.optim.grad_clip;
-  update.logprob_chunk_rows = config.optim.logprob_chunk_rows;
-  update.reference = learner.kl_reference;
-  update.autocast = config.train.autocast;
-  return update;
-}
-
-}  // namespace
 
 TrainResult train_step(const Learner& learner, int64_t t, const std::vector<rollout::Sample>& batch, size_t n_designer,
                        const BatchFilterResult& filter) {
   TrainResult out;
-  out.lr = scheduled_lr(learner.config, t);
+  out.lr = learning_rate(lr_schedule(learner.config), t);
   for (torch::optim::OptimizerParamGroup& group : learner.optimizer.param_groups()) group.options().set_lr(out.lr);
   // Data parallel: each rank trains the environments it played (and its deal of designer samples).
   // Filtered plays stay in `batch` (rollouts.h5 logs them with trained = 0) but not in what is trained.
@@ -84,7 +58,7 @@ TrainResult train_step(const Learner& learner, int64_t t, const std::vector<roll
   }
   const std::vector<rollout::Sample>& trained = filtered || dist.active() ? share : batch;
   policy::Transformer model = learner.model;  // a handle: the same module
-  out.update = grpo_update(model, learner.optimizer, trained, self_play_update_options(learner),
+  out.update = grpo_update(model, learner.optimizer, trained, update_options(learner.config, learner.kl_reference),
                            dist.active() ? &dist : nullptr);
   const double peak = learner.config.train.peak_tflops;
   if (peak > 0 && out.update.seconds > 0)  // this rank's update (trainer/step_bench.h)

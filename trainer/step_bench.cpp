@@ -11,6 +11,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "trainer/config_bridge.h"
 #include "trainer/device.h"
 #include "trainer/device_memory.h"
 #include "trainer/grpo_update.h"
@@ -110,7 +111,7 @@ StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedConte
   r.tokens = static_cast<int64_t>(o.batch) * o.seq;
   r.flops_per_token = train_flops_per_token(c, o.seq);
 
-  torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-6).weight_decay(0.1));
+  torch::optim::AdamW optimizer = make_optimizer(model, OptimConfig{});  // the self-play optimizer's defaults
   UpdateOptions update;
   update.micro_batch_tokens = o.micro_batch_tokens;
   update.logprob_chunk_rows = o.logprob_chunk_rows;

@@ -13,6 +13,7 @@
 #include "policy/model_config.h"
 #include "policy/model_shapes.h"
 #include "rollout/sample.h"
+#include "trainer/config.h"
 #include "trainer/distributed.h"
 
 namespace spade::trainer {
@@ -47,13 +48,13 @@ std::vector<rollout::Sample> synthetic_grpo_batch(int64_t vocab, int batch, int 
 struct StepBenchOptions {
   policy::ModelConfig model = qwen3_4b_shape();
   int batch = 8, seq = 4096;                 // sequences x tokens (issue 5: 8 x 4096)
-  std::string device = "auto";               // train.device syntax (trainer/device.h)
+  std::string device = TrainYaml{}.device;   // train.device syntax (trainer/device.h)
   std::string autocast = "bf16";             // train.autocast
   bool activation_checkpointing = true;      // train.activation_checkpointing
-  std::string attention = "auto";            // train.attention (auto: scaled_dot_product_attention on CUDA)
-  int micro_batch_tokens = 8192;             // optim.micro_batch_tokens (gradient accumulation)
-  int logprob_chunk_rows = 2048;             // optim.logprob_chunk_rows
-  double entropy_coef = 0.0;                 // loss.entropy_coef (> 0: the entropy bonus's gradient too)
+  std::string attention = TrainYaml{}.attention;  // train.attention (auto: scaled_dot_product_attention on CUDA)
+  int micro_batch_tokens = OptimConfig{}.micro_batch_tokens;  // optim.micro_batch_tokens (gradient accumulation)
+  int logprob_chunk_rows = OptimConfig{}.logprob_chunk_rows;  // optim.logprob_chunk_rows
+  double entropy_coef = LossYaml{}.entropy_coef;              // loss.entropy_coef (> 0: the entropy bonus's gradient too)
   int warmup_steps = 1, steps = 1;           // untimed, then timed optimizer steps
   uint64_t seed = 1;
   double peak_tflops = 989.0;  // MFU denominator: H100/H200 SXM dense bf16 tensor-core peak, 989 TFLOPS

@@ -16,6 +16,7 @@
 #include "rollout/prompts.h"
 #include "trainer/checkpointing.h"
 #include "trainer/config_bridge.h"
+#include "trainer/config_model.h"
 #include "trainer/device.h"
 #include "trainer/distributed.h"
 #include "trainer/run_open.h"
@@ -33,27 +34,6 @@ std::string fmt(const char* format, double a = 0, double b = 0, double c = 0, do
   char buf[512];
   std::snprintf(buf, sizeof buf, format, a, b, c, d);
   return buf;
-}
-
-
-policy::ModelConfig model_config(const ModelConfigYaml& m, int64_t vocab_size, int64_t eos_id, int64_t bos_id) {
-  policy::ModelConfig c;
-  c.model_type = "llama";
-  c.vocab_size = vocab_size;
-  c.hidden_size = m.hidden_size;
-  c.intermediate_size = m.intermediate_size;
-  c.num_hidden_layers = m.num_hidden_layers;
-  c.num_attention_heads = m.num_attention_heads;
-  c.num_key_value_heads = m.num_key_value_heads;
-  c.head_dim = m.hidden_size / m.num_attention_heads;
-  c.rms_norm_eps = m.rms_norm_eps;
-  c.rope_theta = m.rope_theta;
-  c.max_position_embeddings = m.max_position_embeddings;
-  c.tie_word_embeddings = m.tie_word_embeddings;
-  c.bos_token_id = bos_id;
-  c.eos_token_ids = {eos_id};
-  c.validate("config model.*");
-  return c;
 }
 
 nlohmann::json warm_start_json(const WarmStartStats& ws, const Config& config) {
@@ -320,11 +300,7 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
     return final_dir;
   }
 
-  torch::optim::AdamW optimizer(policy.model->parameters(),
-                                torch::optim::AdamWOptions(config.optim.lr)
-                                    .betas({config.optim.beta1, config.optim.beta2})
-                                    .weight_decay(config.optim.weight_decay)
-                                    .eps(config.optim.adam_eps));
+  torch::optim::AdamW optimizer = make_optimizer(policy.model, config.optim);
   SelfPlay selfplay(config, run, policy.ref(), server, corpus, seeds, optimizer, log, &dist, kl_reference,
                     tb.get());
   int64_t first = 0;

@@ -1,0 +1,171 @@
+#include "trainer/config_checks.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <type_traits>
+#include <vector>
+
+#include "common/error.h"
+#include "trainer/config_keys.h"
+
+namespace spade::trainer {
+
+namespace {
+
+using Locations = std::map<std::string, std::string>;
+using config_keys::Rule;
+
+std::string number(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.10g", x);
+  return buf;
+}
+
+// "[0, 1)", ">= 1", "> 0".
+std::string describe(const Rule& r) {
+  const bool has_min = std::isfinite(r.min), has_max = std::isfinite(r.max);
+  std::string s;
+  if (has_min && has_max)
+    s = "in " + std::string(r.min_open ? "(" : "[") + number(r.min) + ", " + number(r.max) + (r.max_open ? ")" : "]");
+  else if (has_min)
+    s = (r.min_open ? "> " : ">= ") + number(r.min);
+  else if (has_max)
+    s = (r.max_open ? "< " : "<= ") + number(r.max);
+  return r.note.empty() ? s : s + " (" + r.note + ")";
+}
+
+bool admits(const Rule& r, double x) {
+  if (r.min_open ? !(x > r.min) : !(x >= r.min)) return false;
+  if (r.max_open ? !(x < r.max) : !(x <= r.max)) return false;
+  return true;
+}
+
+class Checker {
+ public:
+  Checker(const std::string& source, const Locations& locations) : source_(source), locations_(locations) {}
+
+  // Where `key` was set: "FILE:LINE" / "--set K=V", or the config's name for a default.
+  std::string at(const std::string& key) const {
+    auto it = locations_.find(key);
+    return it == locations_.end() ? source_ : it->second;
+  }
+
+  template <class T>
+  void key(const std::string& key, const T& value, const Rule& rule) const {
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (rule.check) rule.check(value, key, at(key));
+    } else if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+      const double x = static_cast<double>(value);
+      if (std::is_floating_point_v<T> && !std::isfinite(x))
+        throw Error(at(key) + ": " + key + " must be a finite number" +
+                    (describe(rule).empty() ? "" : " " + describe(rule)) + ", got " + number(x));
+      if (!admits(rule, x)) throw Error(at(key) + ": " + key + " must be " + describe(rule) + ", got " + number(x));
+    }
+  }
+
+  // A constraint between keys: "AT: KEYS: WHAT (KEY = VALUE at AT, ...)".
+  void require(bool ok, const std::vector<std::pair<std::string, double>>& keys, const std::string& what) const {
+    if (ok) return;
+    std::string values;
+    for (const auto& [k, v] : keys) {
+      values += values.empty() ? "" : ", ";
+      values += k + " = " + number(v) + " at " + at(k);
+    }
+    throw Error(at(keys.front().first) + ": " + what + " (" + values + ")");
+  }
+
+ private:
+  const std::string& source_;
+  const Locations& locations_;
+};
+
+void check_cross_keys(const Config& c, const Checker& ck) {
+  const ModelConfigYaml& m = c.model;
+  ck.require(m.hidden_size % m.num_attention_heads == 0,
+             {{"model.hidden_size", m.hidden_size}, {"model.num_attention_heads", m.num_attention_heads}},
+             "model.hidden_size must be a multiple of model.num_attention_heads (head size = hidden / heads)");
+  ck.require(m.num_attention_heads % m.num_key_value_heads == 0,
+             {{"model.num_attention_heads", m.num_attention_heads}, {"model.num_key_value_heads", m.num_key_value_heads}},
+             "model.num_attention_heads must be a multiple of model.num_key_value_heads (grouped-query attention)");
+  ck.require((m.hidden_size / m.num_attention_heads) % 2 == 0,
+             {{"model.hidden_size", m.hidden_size}, {"model.num_attention_heads", m.num_attention_heads}},
+             "the head size model.hidden_size / model.num_attention_heads must be even (RoPE rotates pairs)");
+  const WarmStartConfig& w = c.warm_start;
+  ck.require(w.designer_fraction + w.hint_fraction <= 1,
+             {{"warm_start.designer_fraction", w.designer_fraction}, {"warm_start.hint_fraction", w.hint_fraction}},
+             "warm_start.designer_fraction + warm_start.hint_fraction must be <= 1 (the rest are agent demos)");
+  ck.require(c.corpus.min_words <= c.corpus.max_words,
+             {{"corpus.min_words", c.corpus.min_words}, {"corpus.max_words", c.corpus.max_words}},
+             "corpus.min_words must be <= corpus.max_words");
+  const SelfPlayConfig& sp = c.selfplay;
+  ck.require(sp.envs_per_regen >= sp.skills_per_regen,
+             {{"selfplay.envs_per_regen", sp.envs_per_regen}, {"selfplay.skills_per_regen", sp.skills_per_regen}},
+             "selfplay.envs_per_regen must be >= selfplay.skills_per_regen (each active skill gets environments)");
+  const bool uses_regret = (c.reward.designer_reward == "blend" && c.reward.w_regret > 0) ||
+                           c.reward.designer_reward == "regret_based";
+  ck.require(!uses_regret || sp.hint_plays >= 1, {{"selfplay.hint_plays", sp.hint_plays}},
+             "selfplay.hint_plays must be >= 1 when reward.designer_reward = " + c.reward.designer_reward +
+                 (c.reward.designer_reward == "blend" ? " with reward.w_regret > 0" : "") +
+                 " (the regret is the hinted plays' return minus the no-hint plays')");
+  ck.require(sp.agent.max_new_tokens <= sp.context_tokens,
+             {{"selfplay.agent.max_new_tokens", sp.agent.max_new_tokens}, {"selfplay.context_tokens", sp.context_tokens}},
+             "selfplay.agent.max_new_tokens must be <= selfplay.context_tokens (one turn fits the episode's context)");
+  for (auto [name, s] : {std::pair{"designer", &sp.designer}, std::pair{"agent", &sp.agent}, std::pair{"hint", &sp.hint}}) {
+    const std::string key = std::string("selfplay.") + name + ".temperature";
+    ck.require(s->temperature == 0 || s->temperature >= 1e-5, {{key, s->temperature}},
+               key + " must be 0 (greedy) or >= 1e-5 (rollout/sampler.h SamplingParams)");
+  }
+  ck.require(c.reward.plateau_low <= c.reward.plateau_high,
+             {{"reward.plateau_low", c.reward.plateau_low}, {"reward.plateau_high", c.reward.plateau_high}},
+             "reward.plateau_low must be <= reward.plateau_high");
+  ck.require(c.memory.band_low <= c.memory.band_high,
+             {{"memory.band_low", c.memory.band_low}, {"memory.band_high", c.memory.band_high}},
+             "memory.band_low must be <= memory.band_high");
+  ck.require(!c.loss.tis || c.loss.tis_low < c.loss.tis_cap,
+             {{"loss.tis_low", c.loss.tis_low}, {"loss.tis_cap", c.loss.tis_cap}},
+             "loss.tis_low must be < loss.tis_cap (the TIS weight is clamped to [tis_low, tis_cap])");
+  ck.require(c.loss.dual_clip_c == 0 || c.loss.dual_clip_c > 1, {{"loss.dual_clip_c", c.loss.dual_clip_c}},
+             "loss.dual_clip_c must be 0 (off) or > 1 (dual clip: the loss of a negative advantage is capped at c |A|)");
+  // The KL penalty is to a frozen reference policy loaded from disk (so a resumed run has the same).
+  if (c.loss.kl_coef != 0 && c.loss.kl_reference.empty() && c.model.init_checkpoint.empty())
+    throw Error(ck.at("loss.kl_coef") + ": loss.kl_reference must be set (an HF checkpoint directory) when "
+                "loss.kl_coef > 0 and model.init_checkpoint is empty");
+}
+
+void require_path(const std::string& source, const std::string& key, const std::string& path, bool directory,
+                  const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool ok = directory ? fs::is_directory(path, ec) : fs::exists(path, ec);
+  if (!ok)
+    throw Error(source + ": " + key + ": " + path + " does not exist" +
+                (directory && fs::exists(path, ec) ? " as a directory" : "") + " (" + what + ")");
+}
+
+}  // namespace
+
+void check_config(const Config& config, const std::string& source_name, const Locations& locations) {
+  const Checker ck(source_name, locations);
+  config_keys::visit(config, [&](const std::string& key, const auto& value, const Rule& rule) {
+    ck.key(key, value, rule);
+  });
+  check_cross_keys(config, ck);
+}
+
+void check_inputs(const Config& c, const std::string& source) {
+  if (!c.corpus.path.empty()) require_path(source, "corpus.path", c.corpus.path, false, "a JSONL corpus");
+  for (const std::string& p : c.corpus.build_from)
+    require_path(source, "corpus.build_from", p, false, "a file or directory to build the corpus from");
+  if (!c.tokenizer.path.empty())
+    require_path(source, "tokenizer.path", c.tokenizer.path, false, "a trained tokenizer.model");
+  require_path(source, "seed_envs.dir", c.seed_envs.dir, true, "the seed environments, <skill>/<name>.py");
+  if (!c.model.init_checkpoint.empty())
+    require_path(source, "model.init_checkpoint", c.model.init_checkpoint + "/config.json", false,
+                 "an HF checkpoint directory holds config.json");
+  if (c.loss.kl_coef != 0 && !c.loss.kl_reference.empty())
+    require_path(source, "loss.kl_reference", c.loss.kl_reference + "/config.json", false,
+                 "an HF checkpoint directory holds config.json");
+}
+
+}  // namespace spade::trainer

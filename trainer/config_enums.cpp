@@ -1,0 +1,76 @@
+#include "trainer/config_enums.h"
+
+#include <initializer_list>
+
+#include "common/error.h"
+#include "policy/transformer.h"
+#include "reward/designer_reward.h"
+#include "rollout/sampler.h"
+#include "trainer/autocast.h"
+#include "trainer/device.h"
+#include "trainer/lr_schedule.h"
+#include "trainer/policy_loss.h"
+
+namespace spade::trainer::config_enums {
+
+namespace {
+
+// Runs a library parser on `value`; its error (which lists the allowed names) is prefixed by `at` and `key`.
+// A message that already names the key (autocast, lr_schedule) is not given it twice.
+template <class Parse>
+void with_parser(const std::string& key, const std::string& at, Parse&& parse) {
+  try {
+    parse();
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    if (msg.rfind("config: ", 0) == 0) msg = msg.substr(8);
+    if (msg.rfind(key + ": ", 0) == 0) msg = msg.substr(key.size() + 2);
+    if (msg.rfind(key + " ", 0) == 0) throw Error(at + ": " + msg);
+    throw Error(at + ": " + key + ": " + msg);
+  }
+}
+
+// The enums whose library checks the names inline (no parser to call): the allowed names here.
+void one_of(const std::string& value, const std::string& key, const std::string& at,
+            std::initializer_list<const char*> names) {
+  std::string list;
+  for (const char* n : names) {
+    if (value == n) return;
+    list += list.empty() ? "" : ", ";
+    list += n;
+  }
+  throw Error(at + ": " + key + " must be one of " + list + ", not '" + value + "'");
+}
+
+}  // namespace
+
+void agg_mode(const std::string& v, const std::string& key, const std::string& at) { with_parser(key, at, [&] { parse_agg_mode(v); }); }
+void kl_type(const std::string& v, const std::string& key, const std::string& at) { with_parser(key, at, [&] { parse_kl_type(v); }); }
+void tis_level(const std::string& v, const std::string& key, const std::string& at) { with_parser(key, at, [&] { parse_tis_level(v); }); }
+void designer_reward(const std::string& v, const std::string& key, const std::string& at) {
+  with_parser(key, at, [&] { reward::parse_designer_reward(v); });
+}
+void decode_graph(const std::string& v, const std::string& key, const std::string& at) { rollout::parse_decode_graph_mode(v, at + ": " + key); }
+void attention(const std::string& v, const std::string& key, const std::string& at) { policy::parse_attention_backend(v, at + ": " + key); }
+void autocast(const std::string& v, const std::string& key, const std::string& at) { with_parser(key, at, [&] { parse_autocast(v); }); }
+void lr_schedule(const std::string& v, const std::string& key, const std::string& at) {
+  LrSchedule s;
+  s.kind = v;
+  with_parser(key, at, [&] { learning_rate(s, 0); });
+}
+void device(const std::string& v, const std::string& key, const std::string& at) {
+  if (!valid_device_spec(v))
+    throw Error(at + ": " + key + " must be auto, cpu, cuda or cuda:N (N a GPU index), not '" + v + "'");
+}
+// checkpointing.cpp (export_checkpoint, save_training_checkpoint) accepts these two.
+void checkpoint_dtype(const std::string& v, const std::string& key, const std::string& at) { one_of(v, key, at, {"fp32", "bf16"}); }
+// distributed.cpp resolve_backend accepts these three.
+void distributed_backend(const std::string& v, const std::string& key, const std::string& at) {
+  one_of(v, key, at, {"auto", "gloo", "nccl"});
+}
+// envsandbox/env_server.cpp checks SandboxOptions::namespaces against these three.
+void sandbox_namespaces(const std::string& v, const std::string& key, const std::string& at) {
+  one_of(v, key, at, {"auto", "require", "off"});
+}
+
+}  // namespace spade::trainer::config_enums
