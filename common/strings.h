@@ -20,7 +20,7 @@ bool ends_with(std::string_view s, std::string_view suffix);
 size_t count_words(std::string_view s);
 
 /// Keeps the first `max_words` words of `s` (whitespace runs collapsed to one space inside the kept
-/// part) and appends `marker` when anything was cut. Reference: spade-reference.md section 6
+/// part) and appends `marker` when anything was cut. Reference: reference §6 (docs/sources.md)
 /// ("truncated to N words with a marker").
 std::string truncate_words(std::string_view s, size_t max_words, std::string_view marker);
 

@@ -99,7 +99,7 @@ int confine_child(int sock, const ChildSetup& setup, const ChildLimits& limits, 
   if (prctl(PR_SET_DUMPABLE, 0) != 0) fail("PR_SET_DUMPABLE 0");
 
   // Every limit exactly as the zygote computed it (RLIMIT_AS relative to the zygote's size: an absolute
-  // value below the forked zygote's size makes every mmap fail, sandbox-anchors.md, LiveBench), so
+  // value below the forked zygote's size makes every mmap fail, sandbox anchors, LiveBench), so
   // that the zygote can check a waiting spare against it (envd_state.h).
   for (int r = 0; r < RLIM_NLIMITS; ++r)
     if (setrlimit(static_cast<__rlimit_resource_t>(r), &setup.limits[r]) != 0) fail("setrlimit");

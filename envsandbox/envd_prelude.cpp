@@ -8,7 +8,7 @@ namespace spade::envsandbox::envd {
 namespace {
 
 // Standard modules imported ahead of time. The first block is what the reference loader injects
-// (spade-reference.md §2); the rest are modules generated programs commonly import themselves.
+// (reference §2); the rest are modules generated programs commonly import themselves.
 constexpr const char* kInjectedModules[] = {"itertools", "math", "random", "re", "json", "collections",
                                             "functools", "string", "copy", "heapq", "operator",
                                             "statistics"};
@@ -36,7 +36,7 @@ def new_namespace(prelude, source):
 
 def find_env_class(ns):
     """First class defined by the program whose name ends in 'Env', skipping classes that are bases of
-    another such class (the reference loader excludes base classes, spade-reference.md §2)."""
+    another such class (the reference loader excludes base classes, reference §2)."""
     found = [v for k, v in list(ns.items())
              if isinstance(v, type) and k.endswith("Env") and v.__dict__.get("__module__") == MODULE_NAME]
     for cls in found:
@@ -118,7 +118,7 @@ def _schema_problem(schema, where, depth=0):
     return None
 
 def tool_use_report(env, seeds):
-    """The tool-use gates' facts (spade-reference.md §7 and §4 gate 2), for the host to judge:
+    """The tool-use gates' facts (reference §7 and §4 gate 2), for the host to judge:
     {"seeds": [{"seed", "reset": "ok" | "Type: message", "criteria": ["ok"|"false"|"Type: message"...]}],
      "tools": [names], "schema_problem": str or None}. Every criterion is evaluated on the state left by
     reset(seed). Only plain types are returned."""
@@ -168,7 +168,7 @@ def tool_use_report(env, seeds):
             out["schema_problem"] = problem
     return out
 
-# The pre-injected tool-use base class (spade-reference.md §7); injected as ToolUseEnv.
+# The pre-injected tool-use base class (reference §7); injected as ToolUseEnv.
 class ToolUseEnv:
     """Base class for tool-use environments. A subclass's reset(seed=None) must set:
       self._tools: {name: {"description": str, "parameters": JSON Schema object}}
@@ -276,7 +276,7 @@ def _is_expression(text):
         return False
 
 def repair_fstring_braces(source):
-    """spade-reference.md §2: up to 20 times compile; on a SyntaxError, on the failing line rewrite each
+    """reference §2: up to 20 times compile; on a SyntaxError, on the failing line rewrite each
     non-empty {x} whose content is not a valid Python expression as {{x}}. Stops when nothing changes."""
     for _ in range(20):
         try:

@@ -1,9 +1,9 @@
 // spade-envd: what the zygote prepares once, before any fork, so every child starts warm.
 //  - the modules environment programs may use, imported (their pages are then shared copy-on-write);
-//  - the names the reference loader pre-injects into a program's namespace (spade-reference.md §2);
+//  - the names the reference loader pre-injects into a program's namespace (reference §2);
 //  - small Python helpers the child calls (namespace creation, class lookup, instantiation,
 //    exception description, f-string brace repair, global RNG reseeding, the tool-use report) and the
-//    tool-use base class ToolUseEnv (spade-reference.md §7), injected into every program.
+//    tool-use base class ToolUseEnv (reference §7), injected into every program.
 #pragma once
 #include <pybind11/pybind11.h>
 

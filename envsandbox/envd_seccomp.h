@@ -1,5 +1,5 @@
 // spade-envd: the seccomp deny-list every environment child loads before running program code.
-// Compiled once in the zygote with libseccomp (building a filter costs ~0.7 ms, sandbox-anchors.md);
+// Compiled once in the zygote with libseccomp (building a filter costs ~0.7 ms, sandbox anchors);
 // a child only patches its own pid into the copy it inherited and loads it (microseconds).
 //
 // Denied with EPERM (Python sees PermissionError): fork, vfork, clone without CLONE_THREAD (threads

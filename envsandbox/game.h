@@ -1,4 +1,4 @@
-// Game: the lenient wrapper used to play admitted game environments (spade-reference.md §3), on top of
+// Game: the lenient wrapper used to play admitted game environments (reference §3), on top of
 // one EnvInstance. A broken program never throws here: exceptions and malformed returns become
 // observations the agent sees, exactly as the reference does; only a broken process (timeout, crash,
 // memory, protocol) ends the episode with GameStep::failure set.

@@ -1,4 +1,4 @@
-// f-string brace repair for designer outputs (spade-reference.md §2, code extraction): up to 20 times,
+// f-string brace repair for designer outputs (reference §2, code extraction): up to 20 times,
 // compile the program; on a SyntaxError, on the failing line rewrite each non-empty `{x}` whose content is not a
 // valid Python expression as `{{x}}`; stop when it compiles or nothing changes.
 //

@@ -70,7 +70,7 @@ struct SandboxOptions {
   /// Per-call deadlines (load; reset/step/call/has/repair). Reference §4: "env step/load 30 s".
   double load_timeout_s = 30;
   double call_timeout_s = 30;
-  /// RLIMIT_AS headroom above the zygote's own VmSize (never an absolute limit: sandbox-anchors.md).
+  /// RLIMIT_AS headroom above the zygote's own VmSize (never an absolute limit: sandbox anchors).
   int64_t memory_limit_bytes = int64_t{1} << 30;
   /// RLIMIT_CPU of a child over its whole life (soft; SIGKILL one second later).
   int cpu_limit_s = 60;
@@ -279,7 +279,7 @@ class EnvInstance {
   /// Reseeds the process's global RNGs (random.seed(seed), numpy.random.seed(seed % 2^32)); used to
   /// check that a program does not depend on unseeded global randomness. ok: value is None.
   CallResult reseed_globals(int64_t seed, std::optional<double> timeout_s = {});
-  /// Tool-use facts (spade-reference.md §7, §4 gate 2) of the loaded program: for each seed,
+  /// Tool-use facts (reference §7, §4 gate 2) of the loaded program: for each seed,
   /// reset(seed=seed) then every _message_criteria entry evaluated on _state; and the _tools schemas
   /// checked (JSON Schema objects, one callable tool_<name> each). ok: value is a dict
   /// {"seeds": [{"seed": int, "reset": "ok" | "Type: msg", "criteria": ["ok" | "Type: msg", ...]}],

@@ -1,5 +1,5 @@
 // Validation gates for generated game environments. First the reference smoke test
-// (spade-reference.md §4, item 1), run in one sandboxed instance:
+// (reference §4, item 1), run in one sandboxed instance:
 //   load: exec the program (a SyntaxError or any exception rejects), find and instantiate the *Env class;
 //   interface: reset and step exist (callable);
 //   reset_seed_42: reset(seed=42) returns (non-empty str obs, dict info);
@@ -10,7 +10,7 @@
 //   lenient_play: reset() then "1", "2", "test" through the lenient wrapper (game.h); only a broken
 //     process (timeout, crash, memory, protocol) fails it.
 // Then, unless ValidateOptions::smoke_only, the contract gates (Gymnasium's env checker adapted,
-// sandbox-anchors.md "Checker conventions"), in fresh instances:
+// sandbox anchors "Checker conventions"), in fresh instances:
 //   episode: globals reseeded (random/numpy seed 1), reset(seed=episode_seed) returns (str, dict), then
 //     up to episode_steps actions (the program's solution() when it has one, then the boxed probes);
 //     every step is checked as in step_probes (finite reward), truncated must not be true after the

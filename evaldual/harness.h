@@ -1,4 +1,4 @@
-// The SWE-Duel agent harness: a mini-swe-agent-style loop (STYLE.md; reference §5). Each step the
+// The SWE-Duel agent harness: a mini-swe-agent-style loop (reference §5). Each step the
 // policy answers with exactly one ```bash block; the command runs in the workspace sandbox; its output
 // (truncated) comes back as the observation. A command whose output starts with the submit sentinel
 // ends the session. Limits: step_limit steps, then up to recovery_turns turns of recovery_steps steps

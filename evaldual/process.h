@@ -1,6 +1,6 @@
 // evaldual/ subprocesses: run a program with a host-side deadline, capped combined output and
 // whole-process-group kill on timeout. The one place evaldual starts processes (posix_spawn, never
-// fork: the `spade` binary may already run LibTorch threads, DESIGN.md "Contracts").
+// fork: the `spade` binary may already run LibTorch threads, docs/design.md "Contracts").
 //
 // Thread-safety: run_process() is thread-safe (no shared state); each call owns its child.
 #pragma once

@@ -5,7 +5,7 @@
 // Layers, outermost first:
 //   - a host-side deadline: at timeout_s the whole process group is SIGKILLed (rc -1, timed_out);
 //   - cgroup v1 pids and memory caps (max_processes, memory_bytes) when the hierarchy is writable
-//     (as root here; NOTES.md); otherwise RLIMIT_AS stands in for the memory cap and the pids cap is
+//     (as root here); otherwise RLIMIT_AS stands in for the memory cap and the pids cap is
 //     absent (SandboxInfo says which);
 //   - rlimits: CPU seconds, file size, no core files;
 //   - bwrap: new user/pid/net/ipc/uts namespaces (only loopback inside), --die-with-parent,

@@ -1,5 +1,5 @@
 // ModelConfig: the architecture hyper-parameters of a decoder-only policy, mirroring Hugging Face
-// config.json for the llama, qwen2, qwen3 and qwen3_moe families (trainer-anchors.md §6).
+// config.json for the llama, qwen2, qwen3 and qwen3_moe families (trainer-anchors §6).
 // A plain value type; thread-compatible (no shared state).
 #pragma once
 

@@ -1,6 +1,6 @@
 // Transformer: a Llama-style decoder-only language model (llama / qwen2 / qwen3 / qwen3_moe) as a
 // torch::nn::Module whose parameter names equal the Hugging Face safetensors names, so
-// `named_parameters()` keys are exactly the checkpoint's tensor names (trainer-anchors.md §6).
+// `named_parameters()` keys are exactly the checkpoint's tensor names (trainer-anchors §6).
 //
 // Numerics follow transformers' modeling_llama / modeling_qwen2 / modeling_qwen3:
 //   RMSNorm computed in fp32, cast back to the input dtype, then multiplied by the weight;

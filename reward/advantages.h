@@ -1,8 +1,8 @@
 // Advantages: GRPO group advantages, SPADE's actor (per-environment z-score) and designer
 // (per-skill centring, scale S) advantages.
 //
-// Sources: [anchors 1] reference/trainer-anchors.md section 1 (slime/verl/TRL/OpenRLHF);
-//          [ref 5] reference/spade-reference.md section 5; [paper] SPADE Sec. 4.1 "Stabilizing
+// Sources: [anchors 1] trainer-anchors §1 in docs/sources.md (slime/verl/TRL/OpenRLHF);
+//          [ref 5] reference §5 (docs/sources.md); [paper] SPADE Sec. 4.1 "Stabilizing
 //          joint two-role training" (standardize agent returns within each environment's rollouts,
 //          mean-centre designer rewards within each skill, upweight the designer).
 #pragma once

@@ -1,9 +1,9 @@
 // Episode reward and the Environment Designer's raw reward: hint regret, difficulty anchor (plateau),
 // the deployed blend and its ablation variants.
 //
-// Pure arithmetic on plain structs (no torch; DESIGN.md). Every formula names its source:
-//   [paper]  SPADE paper (seeds/001_bf6f6cb6d75475be.txt), section quoted in the comment;
-//   [ref N]  reference/spade-reference.md section N (the authors' Python code, described).
+// Pure arithmetic on plain structs (no torch; docs/design.md). Every formula names its source:
+//   [paper]  the SPADE paper (docs/sources.md), section quoted in the comment;
+//   [ref N]  reference §N in docs/sources.md (the authors' Python code, described).
 #pragma once
 
 #include <string>

@@ -10,7 +10,7 @@
 // is logged only (paper Sec. 7.2: "mu_fast is tracked but unused ... logged only as a diagnostic").
 //
 // Defaults g_fast = 0.98, g_slow = 0.85 are the paper's values (ref 5); the authors' code defaults are
-// 0.99 / 0.95. We follow the paper because DESIGN.md makes the paper the spec and the paper runs
+// 0.99 / 0.95. We follow the paper because docs/design.md makes the paper the spec and the paper runs
 // are what the reported ablation measured; set the config to reproduce the code defaults.
 #pragma once
 

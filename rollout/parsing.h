@@ -7,7 +7,7 @@
 
 namespace spade::rollout {
 
-/// Maximum action length passed to an environment, in characters (reference spade-reference.md §3:
+/// Maximum action length passed to an environment, in characters (reference §3:
 /// "Actions capped at 100k characters").
 constexpr size_t kMaxActionChars = 100000;
 

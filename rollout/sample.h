@@ -1,5 +1,5 @@
 // The trainer boundary (slime-style): a sample is tokens + loss mask + rollout logprobs + advantage.
-// The trainer knows nothing of how a sample was produced (DESIGN.md, STYLE.md "slime's rollout
+// The trainer knows nothing of how a sample was produced (docs/design.md; slime's "rollout
 // boundary"). Plain structs, torch-free.
 #pragma once
 #include <cstdint>
@@ -13,7 +13,7 @@ const char* role_name(Role role);
 
 /// One training sequence. Invariants: tokens, loss_mask and rollout_logprobs have equal length;
 /// loss_mask[i] = 1 exactly for tokens sampled by the policy (assistant tokens), 0 for prompt,
-/// observation, template and tool tokens (DESIGN.md, Tokens); rollout_logprobs[i] is the sampler's
+/// observation, template and tool tokens (docs/design.md, Tokens); rollout_logprobs[i] is the sampler's
 /// logprob of tokens[i] given tokens[0..i) (0 where loss_mask is 0).
 struct Sample {
   Role role = Role::Agent;

@@ -1,5 +1,5 @@
 // Batched autoregressive sampling from a policy Transformer with a KV cache, returning the sampled
-// token ids and their per-token rollout logprobs (token-in/token-out, DESIGN.md "Contracts").
+// token ids and their per-token rollout logprobs (token-in/token-out, docs/design.md "Contracts").
 //
 // Batching: up to max_batch sequences decode together; sequences of different lengths are
 // left-padded (key mask false on padding, RoPE positions counting real tokens only). When a sequence

@@ -1,4 +1,4 @@
-// The sampling defaults of SPADE (reference/spade-reference.md §5): the one copy, read by
+// The sampling defaults of SPADE (docs/sources.md, reference §5): the one copy, read by
 // rollout::SamplingParams and by the run config's selfplay.<role> sections (trainer/config.h).
 // Torch-free; constants only.
 #pragma once

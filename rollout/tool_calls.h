@@ -1,4 +1,4 @@
-// Tool calls in an agent's response, in the two forms Qwen models emit (reference spade-reference.md
+// Tool calls in an agent's response, in the two forms Qwen models emit (reference
 // §7: "Tool calls are parsed in Qwen JSON or XML form and returned as role: tool messages"), and the
 // rendering of a tool's result as the next turn. Pure string functions (no torch, no Python);
 // thread-safe.

@@ -5,7 +5,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   dpkg-dev                                   # SWE-Duel: `apt-get source` (debian:NAME=VERSION repos) needs dpkg-source
-  libtorch-dev libopenblas0-pthread          # LibTorch 1.13 (CPU); OpenBLAS: ~10x faster matmul (NOTES.md)
+  libtorch-dev libopenblas0-pthread          # LibTorch 1.13 (CPU); OpenBLAS: ~10x faster matmul
   libblas-dev                                # link-time BLAS for the CPU decode kernel (runs on OpenBLAS)
   libsentencepiece-dev                       # tokenizer training and encoding
   libpcre2-dev libicu-dev                    # tokenizer.json BPE: pre-tokenizer regex (\p{L}), NFC normalizer

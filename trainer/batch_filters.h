@@ -2,11 +2,11 @@
 // groups, truncated episodes) and the learnable share of designed environments. Pure functions on
 // plain values, torch-free; the self-play loop (selfplay.cpp steps 3, 5, 6) applies them.
 //
-// Sources: [anchors 2] reference/trainer-anchors.md section 2 "Optional filters: drop truncated
+// Sources: [anchors 2] trainer-anchors §2 in docs/sources.md "Optional filters: drop truncated
 //          completions, drop zero-variance groups (dynamic sampling)"; [DAPO] Yu et al. 2025, "DAPO",
 //          Sec. 3.2 dynamic sampling (verl's algorithm.filter_groups) and Sec. 3.4 overlong filtering;
 //          [SPADE Fig. 8] the SPADE paper's learnability plot, "the fraction of generated environments
-//          on which the Reasoning Agent wins between 20% and 80% of the time" (DESIGN.md metric
+//          on which the Reasoning Agent wins between 20% and 80% of the time" (docs/design.md metric
 //          designer/learnable_share).
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Checkpoints of a run (DESIGN.md, Contracts; issue 5 "Checkpoints and resume"):
+// Checkpoints of a run (docs/design.md, Contracts; issue 5 "Checkpoints and resume"):
 //
 //   checkpoints/step_NNNNNN/            the policy in HF layout (config.json, generation_config.json,
 //                                       model.safetensors, tokenizer.model): loadable by transformers

@@ -1,7 +1,7 @@
 // Run configuration: one struct tree, its defaults in the member initialisers (each with its source),
 // loaded from YAML with unknown keys rejected, overridden with --set a.b=value, saved resolved. Each key
 // is listed once, with the values it admits, in trainer/config_keys.h.
-// Defaults are the paper-scale values of reference/spade-reference.md §5 where one exists;
+// Defaults are the paper-scale values of docs/sources.md, reference §5 where one exists;
 // configs/games-tiny.yaml scales them down for a 2-core CPU.
 #pragma once
 #include <cstdint>

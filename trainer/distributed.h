@@ -1,4 +1,4 @@
-// Data parallelism over c10d process groups (DESIGN.md, Distributed; issue 5): Gloo on CPU, NCCL on
+// Data parallelism over c10d process groups (docs/design.md, Distributed; issue 5): Gloo on CPU, NCCL on
 // CUDA (CUDA builds only), rendezvous through a c10d::TCPStore described by the torchrun environment
 // (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK) or, when RANK is absent, by SLURM's
 // (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; MASTER_ADDR / MASTER_PORT exported by the batch script).

@@ -1,4 +1,4 @@
-// The GRPO / PPO-clip update of one rollout batch (DESIGN.md step 4): one optimizer step, or M PPO
+// The GRPO / PPO-clip update of one rollout batch (docs/design.md step 4): one optimizer step, or M PPO
 // mini-batch steps (UpdateOptions::mini_batches); micro-batches packed by a token budget, gradients
 // accumulated with the global normaliser, global-norm clipping, AdamW. Not thread-safe.
 #pragma once
@@ -37,7 +37,7 @@ struct UpdateOptions {
 
 // UpdateStats (what one update measured): trainer/update_stats.h.
 
-/// Trains `model` on `samples` (designer samples first, DESIGN.md step 4): one optimizer step
+/// Trains `model` on `samples` (designer samples first, docs/design.md step 4): one optimizer step
 /// (options.mini_batches = 1) or M PPO mini-batch steps.
 /// With loss.kl_coef != 0 the loss adds kl_coef * kl_penalty(logp, ref_logp) (policy_loss.h) with the
 /// logprobs of options.reference; throws spade::Error when options.reference is missing then.

@@ -1,8 +1,8 @@
 // GRPO / PPO-clip policy loss with clip-higher, dual clip, truncated importance sampling (TIS),
 // KL to a reference policy, entropy bonus, and batch-size-invariant aggregation.
 //
-// Sources: reference/trainer-anchors.md sections 1 and 4 (slime, verl, TRL, OpenRLHF behaviour and
-// cross-check numbers); reference/spade-reference.md section 5 (SPADE's settings: eps 0.2/0.28,
+// Sources: trainer-anchors §1 and §4 (docs/sources.md) (slime, verl, TRL, OpenRLHF behaviour and
+// cross-check numbers); reference §5 (docs/sources.md) (SPADE's settings: eps 0.2/0.28,
 // TIS cap 2.0, entropy 0, low_var_kl coefficient 0 or 0.005).
 //
 // Per token (all [B,T]):

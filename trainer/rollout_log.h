@@ -1,4 +1,4 @@
-// rollouts.h5: every episode of a run in HDF5 (issue 5, "Logs and data"; reference/sandbox-anchors.md
+// rollouts.h5: every episode of a run in HDF5 (issue 5, "Logs and data"; sandbox anchors (docs/sources.md)
 // "HDF5 trajectories"): Minari-style names and attributes, token arrays ragged with int64 offsets,
 // text as deflated uint8 bytes with int64 offsets (variable-length HDF5 strings do not compress).
 //

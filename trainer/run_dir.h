@@ -1,4 +1,4 @@
-// The run directory layout (DESIGN.md, Contracts): runs/<name>/ with the resolved config,
+// The run directory layout (docs/design.md, Contracts): runs/<name>/ with the resolved config,
 // metrics.jsonl, warm_start.jsonl, summary.json, tb/ (TensorBoard), rollouts.h5, envs/, rejected/,
 // memory.json and checkpoints/step_NNNNNN/. Opening one (new, resumed, replaced): run_open.h.
 #pragma once

@@ -1,4 +1,4 @@
-// Opening the run directory of `spade train` / `spade sft` (DESIGN.md, Run directory): a new run, a
+// Opening the run directory of `spade train` / `spade sft` (docs/design.md, Run directory): a new run, a
 // resumed one (--resume) or a replaced one (--overwrite), never two runs mixed in one directory, and
 // config.yaml always the config that produced the files next to it. Follows common/output_path.h.
 #pragma once

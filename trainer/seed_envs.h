@@ -1,5 +1,5 @@
 // The hand-written seed environments (data/seed_envs/<skill>/<name>.py): cold-start data and
-// test fixtures. Each follows the games contract and has solution() (DESIGN.md, Contracts).
+// test fixtures. Each follows the games contract and has solution() (docs/design.md, Contracts).
 #pragma once
 #include <string>
 #include <vector>

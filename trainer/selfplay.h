@@ -1,10 +1,10 @@
-// The SPADE self-play loop (DESIGN.md "One self-play step"; reference §1). One policy, two roles:
+// The SPADE self-play loop (docs/design.md "One self-play step"; reference §1). One policy, two roles:
 // the designer writes environments every k steps, the agent plays them every step, and one
 // GRPO update trains both roles on a mixed batch (designer samples first). Data parallel: see
 // selfplay_dp.h for what each rank does (designer rounds, hints, agent plays and the update split
 // across ranks, files written by rank 0). Where each part lives: trainer/README.md. Not thread-safe.
 //
-// SelfPlay::step(t) is the list of phases, in DESIGN.md's order, each returning a plain struct:
+// SelfPlay::step(t) is the list of phases, in docs/design.md's order, each returning a plain struct:
 //   1. score the closing generation's designer samples (learner side, selfplay_learner.h);
 //   2. every k steps, a new generation and its hinted plays (rollout side, selfplay_rollout.cpp);
 //   3. play the live environments (rollout side);

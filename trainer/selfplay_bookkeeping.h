@@ -1,4 +1,4 @@
-// The reward bookkeeping of one self-play step (DESIGN.md "One self-play step"; reference §5, §6) as
+// The reward bookkeeping of one self-play step (docs/design.md "One self-play step"; reference §5, §6) as
 // plain functions over plain structs: agent advantages and batch filters, window rewards, hint
 // regret, memory records, the delayed designer reward and its advantages. No EnvServer, no model, no
 // torch: selfplay.cpp feeds them the plays' outcomes and tests feed them canned ones

@@ -1,4 +1,4 @@
-// The learner side of the self-play loop (DESIGN.md "One self-play step", steps 4-5): it consumes plain
+// The learner side of the self-play loop (docs/design.md "One self-play step", steps 4-5): it consumes plain
 // samples and rewards produced by the rollout side (selfplay_rollout.cpp) and knows nothing of Python
 // environments, the corpus or the designer: the delayed designer scoring of buffered samples, the
 // learning-rate schedule, the data-parallel deal of the mixed batch and grpo_update. Not thread-safe

@@ -39,7 +39,7 @@ double update_mfu(const policy::ModelConfig& model, const std::vector<rollout::S
 /// A synthetic GRPO batch (the workload of `spade bench trainer` and `spade bench step`),
 /// deterministic in `seed`: `batch` agent samples of seq+1 tokens (uniform random ids), each a prompt of seq/4..seq/2 context tokens followed by alternating policy turns
 /// (16..63 sampled tokens, loss mask 1) and observations (8..31 context tokens, mask 0), as
-/// multi-turn episodes look (DESIGN.md Tokens). Rollout logprobs of sampled tokens are
+/// multi-turn episodes look (docs/design.md Tokens). Rollout logprobs of sampled tokens are
 /// -ln(V) + N(0, 0.3): near a random model's own logprob (~ -ln V), so the TIS weights
 /// exp(old - rollout) spread around 1 and a few exceed the cap 2. Advantages: GRPO z-scores
 /// (population std, epsilon 1e-8) of U(0,1) rewards within groups of 4 consecutive samples.

@@ -80,7 +80,7 @@ std::map<std::string, double> step_metrics(const StepRecord& r) {
   // Share of agent plays truncated (turn cap, context budget, response without EOS: rollout/episode.h);
   // verl's response_length/clip_ratio counts only the length cap.
   m["episode/truncated_frac"] = r.truncated_frac;
-  // designer/learnable_share (DESIGN.md; SPADE paper Fig. 8): designed environments (seed fill-ins
+  // designer/learnable_share (docs/design.md; SPADE paper Fig. 8): designed environments (seed fill-ins
   // excluded) whose no-hint plays of this step were won 20% to 80% of the time.
   m["designer/learnable_share"] = r.learnable_share;
   m["reward/mean"] = r.reward_mean;

@@ -1,4 +1,4 @@
-// One self-play step's record (DESIGN.md "One self-play step", metric names of DESIGN.md): what the
+// One self-play step's record (docs/design.md "One self-play step", metric names of docs/design.md): what the
 // phases of SelfPlay::step return, gathered in one plain struct that becomes the metrics.jsonl line,
 // the TensorBoard scalars (step_metrics), the console line (console_line) and the rollouts.h5 rows
 // (episodes, new_environments). Torch-free plain data: thread-compatible.
@@ -60,7 +60,7 @@ struct StepRecord {
   std::vector<EnvironmentRow> new_environments;
 };
 
-/// The metrics line of `r` (without "step"): DESIGN.md's names; regeneration-only, designer-scoring
+/// The metrics line of `r` (without "step"): docs/design.md's names; regeneration-only, designer-scoring
 /// and optional keys appear only when `r` has them.
 std::map<std::string, double> step_metrics(const StepRecord& r);
 

@@ -5,7 +5,7 @@
 
 namespace spade::trainer {
 
-/// What one update measured (metric names of DESIGN.md, verl/slime style). With M > 1 mini-batches
+/// What one update measured (metric names of docs/design.md, verl/slime style). With M > 1 mini-batches
 /// (UpdateOptions::mini_batches) the values combine the M optimizer steps: the additive terms
 /// (pg_loss, entropy, kl) and grad_norm are MEANS over the steps taken (each step's value is that
 /// mini-batch's whole loss under its own normaliser, so a mean keeps them on the M = 1 scale; a sum

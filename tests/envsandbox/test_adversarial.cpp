@@ -1,5 +1,5 @@
 // The adversarial suite (issue 3): every program in tests/sandbox_adversarial/ (one hostile environment
-// per file, covering each item of reference/sandbox-anchors.md "Adversarial programs" and more) is
+// per file, covering each item of sandbox anchors (docs/sources.md) "Adversarial programs" and more) is
 // validated by the full gates on one shared server. For each: the verdict and reason are asserted
 // (kExpected below, derived from the layer that must stop it: host deadline -> timeout, RLIMIT_AS ->
 // memory, seccomp -> PermissionError -> *_exception, C++ type checks -> step_bad_*...), then the same

@@ -1,4 +1,4 @@
-// The lenient play wrapper (spade-reference.md §3).
+// The lenient play wrapper (reference §3).
 #include <gtest/gtest.h>
 
 #include "envsandbox/game.h"

@@ -1,4 +1,4 @@
-// f-string brace repair (spade-reference.md §2). Expected outputs are written by hand from the rule:
+// f-string brace repair (reference §2). Expected outputs are written by hand from the rule:
 // on the failing line, a non-empty {x} whose content is not a valid Python expression becomes {{x}}; valid
 // expressions ({x}, {a, b}, {n + 1}) and empty {} (a dict literal) are left alone.
 #include <gtest/gtest.h>

@@ -55,7 +55,7 @@ TEST(Sandbox, SameSeedSameObservationAcrossProcesses) {
 }
 
 TEST(Sandbox, InfiniteLoopInsideTryExceptTimesOutFast) {
-  // sandbox-anchors.md: a loop catching Exception never stops from inside; the host deadline must.
+  // sandbox anchors: a loop catching Exception never stops from inside; the host deadline must.
   auto env = shared_server().spawn();
   ASSERT_TRUE(env->load(program("loop_in_reset.py")).ok());
   auto t0 = std::chrono::steady_clock::now();
@@ -69,7 +69,7 @@ TEST(Sandbox, InfiniteLoopInsideTryExceptTimesOutFast) {
 }
 
 TEST(Sandbox, HugeAllocationIsMemory) {
-  // sandbox-anchors.md: a 10 GB bytearray under RLIMIT_AS raised MemoryError; here 20 GB vs 1 GiB.
+  // sandbox anchors: a 10 GB bytearray under RLIMIT_AS raised MemoryError; here 20 GB vs 1 GiB.
   auto env = shared_server().spawn();
   ASSERT_TRUE(env->load(program("huge_alloc.py")).ok());
   CallResult r = env->reset(42);
@@ -237,7 +237,7 @@ TEST(Sandbox, NoProcessLeftAfterServerDestruction) {
 }
 
 TEST(Sandbox, SpawnLoadResetLatency) {
-  // Reported, not asserted tightly: sandbox-anchors.md measured ~1.4 ms for fork + exec + reset + 10
+  // Reported, not asserted tightly: sandbox anchors measured ~1.4 ms for fork + exec + reset + 10
   // steps at 10 MB; our zygote holds numpy (~230 MB virtual), so allow up to 200 ms on a loaded CI box.
   EnvServer& server = shared_server();
   std::string source = program("good_guess.py");

@@ -1,4 +1,4 @@
-// Gate 1 (spade-reference.md §4 smoke test) on good and bad programs. Each bad program is followed by
+// Gate 1 (reference §4 smoke test) on good and bad programs. Each bad program is followed by
 // the good one on the same server, which must still be admitted.
 #include <gtest/gtest.h>
 
@@ -49,7 +49,7 @@ TEST(Validate, SmokeOnlyRunsExactlyTheReferenceGate) {
   EXPECT_EQ(r.gates.back().gate, "lenient_play");
 }
 
-// Contract gates (sandbox-anchors.md "Checker conventions"): each program breaks exactly one rule.
+// Contract gates (sandbox anchors "Checker conventions"): each program breaks exactly one rule.
 struct ContractCase {
   const char* file;
   const char* gate;
@@ -235,7 +235,7 @@ TEST(Validate, FourTupleIsWrongArity) {
 }
 
 TEST(Validate, NanRewardIsOutOfRange) {
-  // Reference §4: reward in [-10, 10]; sandbox-anchors.md: NaN/inf are errors.
+  // Reference §4: reward in [-10, 10]; sandbox anchors: NaN/inf are errors.
   ValidationReport r = validate_then_recover("nan_reward.py");
   EXPECT_EQ(r.reason, "reward_out_of_range");
   EXPECT_NE(r.detail.find("not finite"), std::string::npos) << r.detail;

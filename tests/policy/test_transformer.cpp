@@ -15,7 +15,7 @@ using namespace spade::policy;
 
 namespace {
 
-// NOTES.md: LibTorch defaults to 1 thread here; every test process uses both cores. (Set from a
+// LibTorch defaults to 1 thread here; every test process uses both cores. (Set from a
 // gtest environment: calling into ATen from a static initializer crashes.)
 struct TorchThreads : ::testing::Environment {
   void SetUp() override { at::set_num_threads(2); }

@@ -1,4 +1,4 @@
-// Context budgeting of multi-turn episodes (reference spade-reference.md §3): "Per-turn budget:
+// Context budgeting of multi-turn episodes (reference §3): "Per-turn budget:
 // max_new_tokens = min(8192, context_left - 64); stop when <= 64 tokens remain" (rollout/episode.cpp,
 // EpisodeOptions::reserve_tokens). The cap must bind on a LATER turn, so the policy has to play a known
 // number of tokens per turn: the model is built by hand as a greedy bigram chain (every attention and

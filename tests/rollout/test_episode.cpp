@@ -1,4 +1,4 @@
-// Multi-turn episodes, token-in/token-out (DESIGN.md Tokens; reference §3): a random tiny policy plays
+// Multi-turn episodes, token-in/token-out (docs/design.md Tokens; reference §3): a random tiny policy plays
 // a seed environment in the sandbox. Invariants checked: lengths, loss mask only on sampled tokens,
 // the prompt rendered exactly by the chat template, rollout logprobs equal to a teacher-forced
 // recompute (so on-policy TIS ratios are 1), and the reference's ending rules.

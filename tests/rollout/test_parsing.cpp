@@ -1,4 +1,4 @@
-// Action and code parsing (reference/spade-reference.md §2 code extraction, §3 action parsing).
+// Action and code parsing (docs/sources.md, reference §2 code extraction, §3 action parsing).
 // Expected values are worked out by hand from those rules.
 #include <gtest/gtest.h>
 

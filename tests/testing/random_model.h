@@ -1,6 +1,6 @@
 // Test fixture: a small random decoder of a given family (llama / qwen2 / qwen3) whose distributions
 // are peaked enough (init std 0.3) that greedy paths are well separated. Sets 2 intra-op threads
-// (NOTES.md: LibTorch defaults to 1).
+// (LibTorch defaults to 1).
 #pragma once
 #include <ATen/Parallel.h>
 

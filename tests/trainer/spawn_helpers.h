@@ -40,7 +40,7 @@ inline int wait_exit(pid_t pid) {
 }
 
 /// Runs `python3 script args...` to completion, its stdout (and stderr) into `out_path`; returns the
-/// exit code. Debian's /usr/bin/python3 is preferred: python3-h5py is installed for it (NOTES.md: a
+/// exit code. Debian's /usr/bin/python3 is preferred: python3-h5py is installed for it (a
 /// pyenv python3 may come first in PATH).
 inline int run_python(const std::string& script, const std::vector<std::string>& args, const std::string& out_path) {
   std::vector<std::string> all = {access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3", script};

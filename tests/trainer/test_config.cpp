@@ -1,4 +1,4 @@
-// Run configs: defaults, unknown keys, type errors, --set, resolved round trip (DESIGN.md, Contracts).
+// Run configs: defaults, unknown keys, type errors, --set, resolved round trip (docs/design.md, Contracts).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +13,7 @@ using namespace spade::trainer;
 
 TEST(Config, DefaultsAreThePaperSettings) {
   Config c = parse_config("", "empty.yaml");
-  // reference/spade-reference.md §5 table (games) and common settings.
+  // docs/sources.md, reference §5 table (games) and common settings.
   EXPECT_EQ(c.selfplay.k, 4);
   EXPECT_EQ(c.selfplay.envs_per_regen, 24);
   EXPECT_EQ(c.selfplay.plays_per_env, 8);
@@ -23,7 +23,7 @@ TEST(Config, DefaultsAreThePaperSettings) {
   EXPECT_DOUBLE_EQ(c.loss.tis_cap, 2.0);
   EXPECT_DOUBLE_EQ(c.optim.lr, 1e-6);
   EXPECT_DOUBLE_EQ(c.optim.beta2, 0.98);
-  // reference/trainer-anchors.md §4 "Defaults seen": AdamW beta1 0.9, weight decay 0.1, grad clip 1.0.
+  // docs/sources.md, trainer-anchors §4 "Defaults seen": AdamW beta1 0.9, weight decay 0.1, grad clip 1.0.
   EXPECT_DOUBLE_EQ(c.optim.beta1, 0.9);
   EXPECT_DOUBLE_EQ(c.optim.weight_decay, 0.1);
   EXPECT_DOUBLE_EQ(c.optim.grad_clip, 1.0);

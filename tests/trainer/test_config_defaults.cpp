@@ -1,6 +1,6 @@
 // The library option structs and the run config share one copy of each default: a default config
 // bridged into the options (trainer/config_bridge.h) equals the options' own defaults, and both are the
-// reference's values (reference/spade-reference.md §4-§5, trainer-anchors §4), written out here.
+// reference's values (docs/sources.md, reference §4-§5, trainer-anchors §4), written out here.
 #include <gtest/gtest.h>
 
 #include "trainer/config.h"

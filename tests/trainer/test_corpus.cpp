@@ -1,4 +1,4 @@
-// Corpus building and loading (issue 2 step 1; reference/spade-reference.md §6).
+// Corpus building and loading (issue 2 step 1; docs/sources.md, reference §6).
 #include <gtest/gtest.h>
 
 #include <filesystem>

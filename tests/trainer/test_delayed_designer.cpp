@@ -1,4 +1,4 @@
-// The delayed designer update end to end (reference/spade-reference.md §1 and §5): designer samples
+// The delayed designer update end to end (docs/sources.md, reference §1 and §5): designer samples
 // of the generation created at rollout t are scored over their k-step window and trained at t + k,
 // first in the batch, with advantage (blend - same-skill mean) * S and truncated IS against their
 // (now stale) rollout logprobs; the generation still live at the last rollout is flushed then.

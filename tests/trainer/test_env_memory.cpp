@@ -1,4 +1,4 @@
-// Environment memory (reference/spade-reference.md §6).
+// Environment memory (docs/sources.md, reference §6).
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -1,4 +1,4 @@
-// Tests for trainer/policy_loss: every cross-check number of reference/trainer-anchors.md §4
+// Tests for trainer/policy_loss: every cross-check number of docs/sources.md, trainer-anchors §4
 // (computed there independently of any framework; re-derived by hand in the comments), plus
 // micro-batch invariance and a finite-difference gradient check.
 #include <gtest/gtest.h>

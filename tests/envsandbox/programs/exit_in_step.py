@@ -1,4 +1,4 @@
-# Adversarial (sandbox-anchors.md #13): os._exit(0) in step ends the process with no reply.
+# Adversarial (sandbox anchors #13): os._exit(0) in step ends the process with no reply.
 import os
 
 class QuitEnv:

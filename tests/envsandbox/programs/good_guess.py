@@ -1,4 +1,4 @@
-# A well-formed game (spade-reference.md §2 contract): guess a number in 1..50 within max_turns.
+# A well-formed game (reference §2 contract): guess a number in 1..50 within max_turns.
 class GuessNumberEnv:
     def __init__(self, max_turns=30):
         self.max_turns = max_turns

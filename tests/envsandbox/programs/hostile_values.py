@@ -1,4 +1,4 @@
-# sandbox-anchors.md #11: hostile objects in the returned value. Converting must not call any of them.
+# sandbox anchors #11: hostile objects in the returned value. Converting must not call any of them.
 class Evil:
     def __repr__(self):
         while True:

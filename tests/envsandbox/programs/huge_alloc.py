@@ -1,4 +1,4 @@
-# Adversarial (sandbox-anchors.md #4): a 20 GB allocation in reset; RLIMIT_AS turns it into MemoryError.
+# Adversarial (sandbox anchors #4): a 20 GB allocation in reset; RLIMIT_AS turns it into MemoryError.
 class HogEnv:
     def reset(self, seed=None):
         self.buf = bytearray(20 * 2**30)

@@ -1,4 +1,4 @@
-# Adversarial (sandbox-anchors.md #1): reset spins forever inside try/except Exception.
+# Adversarial (sandbox anchors #1): reset spins forever inside try/except Exception.
 class SpinEnv:
     def reset(self, seed=None):
         while True:

@@ -1,4 +1,4 @@
-# sandbox-anchors.md #9: a NaN reward.
+# sandbox anchors #9: a NaN reward.
 class NanEnv:
     def reset(self, seed=None):
         return "start", {}

@@ -1,4 +1,4 @@
-# sandbox-anchors.md #12: prints 1 MB to stdout and writes a forged protocol frame to fd 1 and fd 2,
+# sandbox anchors #12: prints 1 MB to stdout and writes a forged protocol frame to fd 1 and fd 2,
 # but otherwise behaves; it must be admitted and its output capped.
 import os, struct
 

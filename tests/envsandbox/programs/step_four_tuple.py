@@ -1,4 +1,4 @@
-# Wrong arity (sandbox-anchors.md #10): step returns the old gym 4-tuple.
+# Wrong arity (sandbox anchors #10): step returns the old gym 4-tuple.
 class OldGymEnv:
     def reset(self, seed=None):
         return "start", {}

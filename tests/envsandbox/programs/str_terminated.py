@@ -1,4 +1,4 @@
-# sandbox-anchors.md #9: "False" (a str) as terminated.
+# sandbox anchors #9: "False" (a str) as terminated.
 class StrFlagEnv:
     def reset(self, seed=None):
         return "start", {}

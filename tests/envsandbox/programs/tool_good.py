@@ -1,4 +1,4 @@
-# A tool-use environment on the injected ToolUseEnv base (spade-reference.md §7): a tiny inventory.
+# A tool-use environment on the injected ToolUseEnv base (reference §7): a tiny inventory.
 class InventoryEnv(ToolUseEnv):
     def reset(self, seed=None):
         rng = random.Random(seed)
