@@ -7,12 +7,6 @@
 namespace spade {
 namespace {
 
-std::string num(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 const char* kBaseStyle = R"(body { font: 14px/1.4 sans-serif; margin: 24px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; }
 table { border-collapse: collapse; margin: 8px 0; }
@@ -24,6 +18,12 @@ svg line.grid { stroke: #e3e3e3; } svg line.zero { stroke: #999; stroke-dasharra
 )";
 
 }  // namespace
+
+std::string format_number(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
 
 std::string html_escape(const std::string& text) {
   std::string out;
@@ -93,11 +93,11 @@ std::string svg_line_chart(const std::string& x_label, const std::string& y_labe
                   std::to_string(height + legend_h) + "\" role=\"img\" aria-label=\"" + html_escape(y_label) + "\">\n";
   for (double t : chart_ticks(y0, y1))
     s += "<line class=\"grid\" x1=\"" + std::to_string(left) + "\" x2=\"" + std::to_string(left + plot_w) + "\" y1=\"" +
-         num("%.1f", Y(t)) + "\" y2=\"" + num("%.1f", Y(t)) + "\"/><text class=\"tick\" x=\"" + std::to_string(left - 6) +
-         "\" y=\"" + num("%.1f", Y(t) + 4) + "\" text-anchor=\"end\">" + num("%.3g", t) + "</text>\n";
+         format_number("%.1f", Y(t)) + "\" y2=\"" + format_number("%.1f", Y(t)) + "\"/><text class=\"tick\" x=\"" + std::to_string(left - 6) +
+         "\" y=\"" + format_number("%.1f", Y(t) + 4) + "\" text-anchor=\"end\">" + format_number("%.3g", t) + "</text>\n";
   for (double t : chart_ticks(x0, x1))
-    s += "<text class=\"tick\" x=\"" + num("%.1f", X(t)) + "\" y=\"" + std::to_string(top + plot_h + 16) +
-         "\" text-anchor=\"middle\">" + num("%g", t) + "</text>\n";
+    s += "<text class=\"tick\" x=\"" + format_number("%.1f", X(t)) + "\" y=\"" + std::to_string(top + plot_h + 16) +
+         "\" text-anchor=\"middle\">" + format_number("%g", t) + "</text>\n";
   s += "<line class=\"zero\" x1=\"" + std::to_string(left) + "\" x2=\"" + std::to_string(left) + "\" y1=\"" +
        std::to_string(top) + "\" y2=\"" + std::to_string(top + plot_h) + "\"/>\n";
   s += "<text class=\"axis\" x=\"" + std::to_string(left + plot_w / 2) + "\" y=\"" + std::to_string(top + plot_h + 34) +
@@ -112,18 +112,18 @@ std::string svg_line_chart(const std::string& x_label, const std::string& y_labe
       std::string upper, lower;
       for (const auto& [x, b] : c.band)
         if (std::isfinite(x) && std::isfinite(b.first) && std::isfinite(b.second)) {
-          upper += num("%.1f", X(x)) + "," + num("%.1f", Y(b.second)) + " ";
-          lower = num("%.1f", X(x)) + "," + num("%.1f", Y(b.first)) + " " + lower;
+          upper += format_number("%.1f", X(x)) + "," + format_number("%.1f", Y(b.second)) + " ";
+          lower = format_number("%.1f", X(x)) + "," + format_number("%.1f", Y(b.first)) + " " + lower;
         }
       s += "<polygon class=\"band\" points=\"" + upper + lower + "\" fill=\"" + color + "\" fill-opacity=\"0.18\"/>";
     }
     std::string pts;
     for (const auto& [x, y] : c.points)
-      if (std::isfinite(x) && std::isfinite(y)) pts += num("%.1f", X(x)) + "," + num("%.1f", Y(y)) + " ";
+      if (std::isfinite(x) && std::isfinite(y)) pts += format_number("%.1f", X(x)) + "," + format_number("%.1f", Y(y)) + " ";
     s += "<polyline points=\"" + pts + "\" fill=\"none\" stroke=\"" + color + "\" stroke-width=\"2\"/>";
     for (const auto& [x, y] : c.points)
       if (std::isfinite(x) && std::isfinite(y))
-        s += "<circle cx=\"" + num("%.1f", X(x)) + "\" cy=\"" + num("%.1f", Y(y)) + "\" r=\"2.5\" fill=\"" + color + "\"/>";
+        s += "<circle cx=\"" + format_number("%.1f", X(x)) + "\" cy=\"" + format_number("%.1f", Y(y)) + "\" r=\"2.5\" fill=\"" + color + "\"/>";
     s += "</g>\n";
     const int ly = height + 18 * static_cast<int>(i) + 4;
     s += "<g class=\"legend-entry\" data-series=\"" + html_escape(c.name) + "\"><rect x=\"" + std::to_string(left) +

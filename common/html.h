@@ -16,6 +16,9 @@ std::string html_escape(const std::string& text);
 /// A UTF-8 HTML5 document: <title>, a shared style sheet plus `style`, and `body` (trusted markup).
 std::string html_page(const std::string& title, const std::string& style, const std::string& body);
 
+/// `v` printed with the printf `format` for one double (e.g. "%.3f"); the one number formatter of the pages.
+std::string format_number(const char* format, double v);
+
 /// The i-th colour of the series palette (Tableau 10, "#4e79a7", "#f28e2b", ...; cycles).
 std::string series_color(size_t i);
 

@@ -17,9 +17,7 @@ const char* kDash = "\xE2\x80\x93";  // en dash: a missing value (report.h)
 
 std::string num(const char* format, double v) {
   if (!std::isfinite(v)) return v > 0 ? "+inf" : (v < 0 ? "-inf" : "nan");
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
+  return format_number(format, v);
 }
 
 std::string ci_text(const std::optional<std::pair<double, double>>& ci, const char* format) {

@@ -6,21 +6,16 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
+#include <set>
 
 #include "common/error.h"
 #include "common/html.h"
+#include "common/strings.h"
 
 namespace spade::trainer {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string num(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 
 // The charts: (title, y label, metric keys drawn in it, fixed [0, 1] axis).
 struct ChartSpec {
@@ -52,14 +47,12 @@ ChartSeries series_of(const RunMetrics& r, const std::string& key) {
 
 // eval/<set>/success keys logged by any run, sorted.
 std::vector<std::string> eval_keys(const std::vector<RunMetrics>& runs) {
-  std::map<std::string, int> keys;
+  std::set<std::string> keys;
   for (const RunMetrics& r : runs)
     for (const nlohmann::json& m : r.steps)
       for (const auto& [k, v] : m.items())
-        if (k.rfind("eval/", 0) == 0 && k.size() > 8 && k.compare(k.size() - 8, 8, "/success") == 0) keys[k] = 1;
-  std::vector<std::string> out;
-  for (const auto& [k, one] : keys) out.push_back(k);
-  return out;
+        if (starts_with(k, "eval/") && ends_with(k, "/success")) keys.insert(k);
+  return {keys.begin(), keys.end()};
 }
 
 double summary_number(const nlohmann::json& s, const char* group, const char* key) {
@@ -71,7 +64,7 @@ double summary_number(const nlohmann::json& s, const char* group, const char* ke
 std::string rate_with_interval(double share, double plays) {
   if (!(plays > 0) || !std::isfinite(share)) return "\xE2\x80\x93";
   const auto [lo, hi] = wilson_interval(std::round(share * plays), plays);
-  return num("%.3f", share) + " [" + num("%.3f", lo) + ", " + num("%.3f", hi) + "] (" + num("%.0f", plays) + " plays)";
+  return format_number("%.3f", share) + " [" + format_number("%.3f", lo) + ", " + format_number("%.3f", hi) + "] (" + format_number("%.0f", plays) + " plays)";
 }
 
 struct Row {
@@ -86,9 +79,9 @@ std::vector<Row> rows_of(const std::vector<RunMetrics>& runs) {
     row.name = r.name;
     row.steps = std::to_string(r.steps.size());
     const double wall = s.is_object() ? s.value("wall_seconds", NAN) : NAN;
-    row.wall = std::isfinite(wall) ? num("%.0f s", wall) : "\xE2\x80\x93";
+    row.wall = std::isfinite(wall) ? format_number("%.0f s", wall) : "\xE2\x80\x93";
     const double attempts = summary_number(s, "selfplay", "attempts"), admitted = summary_number(s, "selfplay", "admitted");
-    row.designer = std::isfinite(attempts) ? num("%.0f", admitted) + " of " + num("%.0f", attempts) + " admitted" : "\xE2\x80\x93";
+    row.designer = std::isfinite(attempts) ? format_number("%.0f", admitted) + " of " + format_number("%.0f", attempts) + " admitted" : "\xE2\x80\x93";
     if (s.is_object() && s.contains("selfplay") && s["selfplay"].contains("rejected_by_reason"))
       for (const auto& [reason, n] : s["selfplay"]["rejected_by_reason"].items())
         row.rejected += (row.rejected.empty() ? "" : ", ") + reason + " " + n.dump();
