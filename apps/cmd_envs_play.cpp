@@ -135,8 +135,8 @@ void add_envs_play_command(CLI::App& envs) {
         total += s.reward;
         std::printf("%s\n  [turn %d  reward %+.3f  total %+.3f%s%s]\n", multi_line(s.obs).c_str(), ++turn, s.reward, total,
                     s.terminated ? "  terminated" : "", s.truncated ? "  truncated" : "");
-        if (!s.failure.empty()) {
-          std::printf("the environment process failed: %s -- %s\n", s.failure.c_str(), one_line(s.detail).c_str());
+        if (s.broken()) {
+          std::printf("the environment process failed: %s -- %s\n", envsandbox::call_status_name(s.failure), one_line(s.detail).c_str());
           return 1;
         }
         if (s.terminated || s.truncated) {

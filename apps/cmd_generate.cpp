@@ -54,7 +54,7 @@ void add_generate_command(CLI::App& app) {
       // and generation_config.json), as every other sampling path.
       p.stop_token_ids = policy::stop_token_ids(model->config(), chat.get());
       rollout::GenerationResult out = rollout::generate(model, {prompt}, p, args->seed, 1)[0];
-      if (out.finish_reason == "stop" && !out.tokens.empty()) out.tokens.pop_back();
+      if (out.finish_reason == rollout::FinishReason::kStop && !out.tokens.empty()) out.tokens.pop_back();
       std::printf("%s%s\n", args->chat ? "" : args->prompt.c_str(), tok.decode(out.tokens).c_str());
       return 0;
     });

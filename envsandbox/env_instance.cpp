@@ -14,6 +14,21 @@
 using nlohmann::json;
 
 namespace spade::envsandbox {
+
+const char* call_status_name(CallStatus status) {
+  switch (status) {
+    case CallStatus::kOk: return "ok";
+    case CallStatus::kException: return "exception";
+    case CallStatus::kMemory: return "memory";
+    case CallStatus::kTimeout: return "timeout";
+    case CallStatus::kExited: return "exited";
+    case CallStatus::kSignal: return "signal";
+    case CallStatus::kProtocol: return "protocol";
+    case CallStatus::kUnavailable: return "unavailable";
+  }
+  return "?";
+}
+
 namespace {
 
 constexpr double kStatusWaitS = 1.0;  // how long an ended channel may precede the process's exit
@@ -71,7 +86,7 @@ EnvInstance::EnvInstance(std::shared_ptr<detail::ZygoteProcess> zygote, pid_t pi
 
 std::unique_ptr<EnvInstance> EnvInstance::unavailable(const SandboxOptions& options, const std::string& detail) {
   std::unique_ptr<EnvInstance> instance(new EnvInstance(nullptr, -1, -1, options));
-  instance->dead_reason_ = "unavailable";
+  instance->dead_status_ = CallStatus::kUnavailable;
   instance->dead_detail_ = detail;
   instance->hello_read_ = true;
   return instance;
@@ -101,7 +116,7 @@ EnvInstance::~EnvInstance() {
 void EnvInstance::kill() {
   if (!alive() || !zygote_) return;
   zygote_->kill(pid_);
-  dead_reason_ = "exited";
+  dead_status_ = CallStatus::kExited;
   dead_detail_ = "killed by the host (EnvInstance::kill)";
 }
 
@@ -123,7 +138,7 @@ CallResult EnvInstance::check_load(CallResult r) {
   if (!r.ok()) return r;
   const std::vector<PyValue>& items = r.value.items();
   if (!r.value.is_tuple() || items.size() != 2 || !items[0].is_str() || !(items[1].is_none() || items[1].int_fits())) {
-    CallResult bad = fail("protocol", "load(): malformed reply (expected class name and max_turns); the process was killed", true);
+    CallResult bad = fail(CallStatus::kProtocol, "load(): malformed reply (expected class name and max_turns); the process was killed", true);
     bad.seconds = r.seconds;
     return bad;
   }
@@ -169,14 +184,14 @@ CallResult EnvInstance::tool_use_report(const std::vector<int64_t>& seeds, std::
                  timeout_s.value_or(options_.call_timeout_s));
 }
 
-CallResult EnvInstance::fail(const std::string& reason, const std::string& detail, bool kill_process) {
+CallResult EnvInstance::fail(CallStatus status, const std::string& detail, bool kill_process) {
   if (kill_process && zygote_) zygote_->kill(pid_);
-  if (kill_process || reason == "exited" || reason == "signal") {
-    dead_reason_ = reason;
+  if (kill_process || status == CallStatus::kExited || status == CallStatus::kSignal) {
+    dead_status_ = status;
     dead_detail_ = detail;
   }
   CallResult r;
-  r.reason = reason;
+  r.status = status;
   r.detail = detail;
   return r;
 }
@@ -192,7 +207,7 @@ CallResult EnvInstance::lost(const std::string& what) {
   } while (Clock::now() < until);
   const std::string state = st.value("state", "unknown");
   if (state == "exited")
-    return fail("exited", what + ": the environment process exited with status " +
+    return fail(CallStatus::kExited, what + ": the environment process exited with status " +
                               std::to_string(st.value("code", -1)) + " (e.g. os._exit)", false);
   if (state == "signaled") {
     int sig = st.value("signal", 0);
@@ -200,20 +215,20 @@ CallResult EnvInstance::lost(const std::string& what) {
     // The CPU hard limit kills with SIGKILL (an environment is pid 1 of its own namespace, where the
     // soft limit's SIGXCPU is ignored like any default-action signal): tell it by the CPU time used.
     if (sig == SIGKILL && st.value("cpu_s", 0.0) >= static_cast<double>(options_.cpu_limit_s))
-      return fail("signal", what + ": the environment process was killed at its CPU time limit (" +
+      return fail(CallStatus::kSignal, what + ": the environment process was killed at its CPU time limit (" +
                                 std::to_string(options_.cpu_limit_s) + " s, SIGKILL: CPU time limit exceeded)", false);
     if (sig == SIGKILL && oom_kills_at_start_ >= 0 && ooms > oom_kills_at_start_) {
-      CallResult r = fail("memory", what + ": the environment process was killed by the pool's memory cgroup "
+      CallResult r = fail(CallStatus::kMemory, what + ": the environment process was killed by the pool's memory cgroup "
                                            "OOM killer (SandboxOptions::pool_memory_bytes)", false);
-      dead_reason_ = r.reason;  // the process is gone: later calls report the same
+      dead_status_ = r.status;  // the process is gone: later calls report the same
       dead_detail_ = r.detail;
       return r;
     }
-    return fail("signal", what + ": the environment process was killed by " + signal_text(sig), false);
+    return fail(CallStatus::kSignal, what + ": the environment process was killed by " + signal_text(sig), false);
   }
   if (state == "running")
-    return fail("protocol", what + ": the environment process closed its channel without exiting; killed", true);
-  return fail("exited", what + ": the environment process is gone and its status is unknown "
+    return fail(CallStatus::kProtocol, what + ": the environment process closed its channel without exiting; killed", true);
+  return fail(CallStatus::kExited, what + ": the environment process is gone and its status is unknown "
                                "(the sandbox server stopped or restarted)", false);
 }
 
@@ -233,7 +248,7 @@ CallResult EnvInstance::request(const json& req, const std::string& what, double
   };
   if (!alive()) {
     CallResult r;
-    r.reason = dead_reason_;
+    r.status = dead_status_;
     r.detail = what + ": the environment process already ended (" + dead_detail_ + ")";
     return finish(r);
   }
@@ -256,7 +271,7 @@ CallResult EnvInstance::receive(FrameStatus s, std::string io_error, const std::
     pid_t sender = -1;
     s = read_frame(fd_, 256, deadline, &payload, nullptr, &io_error, &sender, &spin_);
     if (s == FrameStatus::kOk && payload != R"({"op":"hello"})")
-      return finish(fail("protocol", what + ": the environment process did not start with a hello frame; killed", true));
+      return finish(fail(CallStatus::kProtocol, what + ": the environment process did not start with a hello frame; killed", true));
     if (s == FrameStatus::kOk) host_pid_ = sender;
   }
   if (s == FrameStatus::kOk)
@@ -267,10 +282,10 @@ CallResult EnvInstance::receive(FrameStatus s, std::string io_error, const std::
     case FrameStatus::kTimeout: {
       char secs[32];
       snprintf(secs, sizeof(secs), "%g", timeout_s);
-      return finish(fail("timeout", what + " did not return within " + secs + " s; the process was killed", true));
+      return finish(fail(CallStatus::kTimeout, what + " did not return within " + secs + " s; the process was killed", true));
     }
     case FrameStatus::kTooLarge:
-      return finish(fail("protocol", what + ": " + io_error + " (max_reply_bytes); the process was killed", true));
+      return finish(fail(CallStatus::kProtocol, what + ": " + io_error + " (max_reply_bytes); the process was killed", true));
     case FrameStatus::kEof:
     case FrameStatus::kError:
       return finish(lost(what));
@@ -278,19 +293,19 @@ CallResult EnvInstance::receive(FrameStatus s, std::string io_error, const std::
 
   json reply;
   if (!parse_reply(payload, &reply))
-    return finish(fail("protocol", what + ": the reply is not a valid JSON object; the process was killed", true));
+    return finish(fail(CallStatus::kProtocol, what + ": the reply is not a valid JSON object; the process was killed", true));
   keep_output(reply);
   auto error = reply.find("error");
   if (error != reply.end()) {
     std::string kind = error->is_string() ? error->get<std::string>() : "";
     CallResult r;
-    r.reason = kind == "exception" || kind == "memory" ? kind : "protocol";
+    r.status = kind == "exception" ? CallStatus::kException : kind == "memory" ? CallStatus::kMemory : CallStatus::kProtocol;
     r.exception_type = text_field(reply, "type", 256);
     r.stage = text_field(reply, "stage", 16);
     r.traceback = text_field(reply, "traceback", 16384);
     r.message = text_field(reply, "message", 8192);
     const std::string& message = r.message;
-    if (r.reason == "protocol") {
+    if (r.status == CallStatus::kProtocol) {
       r.detail = what + ": the sandbox refused the request: " + message;
     } else {
       r.detail = what + " raised " + (r.exception_type.empty() ? "an exception" : r.exception_type);
@@ -302,11 +317,11 @@ CallResult EnvInstance::receive(FrameStatus s, std::string io_error, const std::
   }
   auto value = reply.find("value");
   if (value == reply.end())
-    return finish(fail("protocol", what + ": the reply has neither 'value' nor 'error'; the process was killed", true));
+    return finish(fail(CallStatus::kProtocol, what + ": the reply has neither 'value' nor 'error'; the process was killed", true));
   std::string wire_error;
   auto decoded = PyValue::from_wire(*value, WireCaps::with_max_str_chars(options_.max_obs_chars), &wire_error);
   if (!decoded)
-    return finish(fail("protocol", what + ": malformed value in the reply (" + wire_error + "); the process was killed", true));
+    return finish(fail(CallStatus::kProtocol, what + ": malformed value in the reply (" + wire_error + "); the process was killed", true));
   CallResult r;
   r.value = std::move(*decoded);
   return finish(r);

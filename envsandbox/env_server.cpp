@@ -11,6 +11,12 @@
 using nlohmann::json;
 
 namespace spade::envsandbox {
+
+void check_namespaces_mode(const std::string& mode) {
+  if (mode != "auto" && mode != "require" && mode != "off")
+    throw Error("namespaces must be auto, require or off, not '" + mode + "'");
+}
+
 namespace {
 
 void check_options(const SandboxOptions& o) {
@@ -28,8 +34,7 @@ void check_options(const SandboxOptions& o) {
   require(o.max_reply_bytes >= o.max_output_bytes + (int64_t{64} << 10),
           "max_reply_bytes must exceed max_output_bytes by at least 64 KiB");
   require(o.max_obs_chars >= 1, "max_obs_chars must be >= 1");
-  require(o.namespaces == "auto" || o.namespaces == "require" || o.namespaces == "off",
-          "namespaces must be \"auto\", \"require\" or \"off\" (got \"" + o.namespaces + "\")");
+  check_namespaces_mode(o.namespaces);
   require(o.tmpfs_bytes >= (int64_t{1} << 20), "tmpfs_bytes must be >= 1 MiB");
   require(o.sandbox_uid > 0 && o.sandbox_gid > 0, "sandbox_uid and sandbox_gid must be > 0 (not root)");
   require(o.pool_memory_bytes == 0 || o.pool_memory_bytes >= (int64_t{64} << 20),
@@ -127,7 +132,7 @@ std::unique_ptr<EnvInstance> EnvServer::spawn_loaded(const std::string& source, 
   *load = loaded ? instance->receive_preloaded_load() : instance->load(source, max_turns_cap);
   // A program whose load hangs or kills its process would keep its preloaded spares burning CPU
   // (up to RLIMIT_CPU each) or dying: never preload it again.
-  if (!load->ok() && load->reason != "exception" && load->reason != "unavailable") {
+  if (!load->ok() && load->status != CallStatus::kException && load->status != CallStatus::kUnavailable) {
     std::lock_guard<std::mutex> lock(mu_);
     no_preload_.insert(std::move(preload));
   }

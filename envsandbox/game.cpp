@@ -5,7 +5,8 @@
 namespace spade::envsandbox {
 namespace {
 
-void set(std::string* out, const std::string& value) {
+template <typename T>
+void set(T* out, const T& value) {
   if (out != nullptr) *out = value;
 }
 
@@ -44,7 +45,7 @@ std::string boxed_answer(const std::string& answer) {
 }
 
 std::string load_failure_reason(const CallResult& load) {
-  if (load.reason != "exception") return load.reason;
+  if (load.status != CallStatus::kException) return call_status_name(load.status);
   if (load.stage == "compile") return "syntax_error";
   if (load.stage == "find") return "no_env_class";
   if (load.stage == "init") return "init_exception";
@@ -52,12 +53,13 @@ std::string load_failure_reason(const CallResult& load) {
 }
 
 std::unique_ptr<Game> Game::open(EnvServer& server, const std::string& source, int max_turns_cap,
-                                 std::string* reason, std::string* detail) {
+                                 std::string* reason, std::string* detail, CallStatus* status) {
   CallResult r;
   std::unique_ptr<EnvInstance> instance = server.spawn_loaded(source, max_turns_cap, &r);
   if (!r.ok()) {
     set(reason, load_failure_reason(r));
     set(detail, r.detail);
+    set(status, r.status);
     return nullptr;
   }
   return std::make_unique<Game>(std::move(instance));
@@ -65,36 +67,38 @@ std::unique_ptr<Game> Game::open(EnvServer& server, const std::string& source, i
 
 Game::Game(std::unique_ptr<EnvInstance> loaded) : instance_(std::move(loaded)) {}
 
-std::optional<std::string> Game::reset(std::optional<int64_t> seed, std::string* reason, std::string* detail) {
+std::optional<std::string> Game::reset(std::optional<int64_t> seed, std::string* reason, std::string* detail,
+                                       CallStatus* status) {
   CallResult r = instance_->reset(seed, timeout_s_);
+  set(status, r.status);
   if (!r.ok()) {
-    set(reason, r.reason == "exception" ? "reset_exception" : r.reason);
+    set(reason, std::string(r.status == CallStatus::kException ? "reset_exception" : call_status_name(r.status)));
     set(detail, r.detail);
     return std::nullopt;
   }
   const PyValue& v = r.value;
   if (v.is_str()) return v.as_str();
   if ((v.is_tuple() || v.is_list()) && !v.items().empty() && v.items()[0].is_str()) return v.items()[0].as_str();
-  set(reason, "reset_bad_return");
+  set(reason, std::string("reset_bad_return"));
   set(detail, "reset() returned " + v.type_label() + " " + v.repr(80) + "; expected (str, dict) or str");
   return std::nullopt;
 }
 
 GameStep Game::step(const std::string& action) {
   CallResult r = instance_->step(cut_chars(action, kMaxActionChars), timeout_s_);
-  if (r.reason == "exception" || r.reason == "memory") {
+  if (r.raised()) {
     GameStep s;
     s.obs = "Error: " + r.message;
     s.reward = -1.0;
     s.terminated = true;
-    s.refused = r.reason == "memory" ? "memory" : "step_exception";
+    s.refused = r.status == CallStatus::kMemory ? "memory" : "step_exception";
     s.detail = r.detail;
     return s;
   }
   if (!r.ok()) {
     GameStep s;
     s.terminated = true;
-    s.failure = r.reason;
+    s.failure = r.status;
     s.detail = r.detail;
     return s;
   }
@@ -125,13 +129,13 @@ std::vector<std::string> Game::solution(std::string* reason, std::string* detail
   std::vector<std::string> actions;
   CallResult has = instance_->has("solution", timeout_s_);
   if (!has.ok() || !has.value.as_bool()) {
-    set(reason, has.ok() ? "no_solution" : has.reason);
-    set(detail, has.ok() ? "the environment defines no solution() method" : has.detail);
+    set(reason, std::string(has.ok() ? "no_solution" : call_status_name(has.status)));
+    set(detail, has.ok() ? std::string("the environment defines no solution() method") : has.detail);
     return actions;
   }
   CallResult r = instance_->call("solution", timeout_s_);
   if (!r.ok()) {
-    set(reason, r.reason == "exception" ? "solution_exception" : r.reason);
+    set(reason, std::string(r.status == CallStatus::kException ? "solution_exception" : call_status_name(r.status)));
     set(detail, r.detail);
     return actions;
   }
@@ -143,7 +147,7 @@ std::vector<std::string> Game::solution(std::string* reason, std::string* detail
     if (actions.size() == r.value.items().size() && !r.value.cut()) return actions;
   }
   actions.clear();
-  set(reason, "solution_bad_return");
+  set(reason, std::string("solution_bad_return"));
   set(detail, "solution() returned " + r.value.type_label() + " " + r.value.repr(80) + "; expected a list of str");
   return actions;
 }

@@ -20,9 +20,9 @@ struct GameStep {
   std::string obs;
   double reward = 0;
   bool terminated = false, truncated = false;
-  /// "" while the environment process is healthy; else the CallResult reason that broke it
-  /// ("timeout", "exited", "signal", "protocol"). The episode is then over (terminated is true).
-  std::string failure;
+  /// kOk while the environment process is healthy; else the CallStatus that broke it (kTimeout,
+  /// kExited, kSignal, kProtocol, kUnavailable). The episode is then over (terminated is true).
+  CallStatus failure = CallStatus::kOk;
   /// "" when step() answered validly; else why its answer was refused (the step then reads
   /// ("Error: ..." or "Invalid game response", -1.0, terminated), reference §3): "step_exception" (it
   /// raised), "memory" (MemoryError), "step_bad_return" (not a 5-sequence), "step_bad_type" (obs not
@@ -37,7 +37,9 @@ struct GameStep {
   /// clamp(reward, -1, 1) when terminated, so positive iff reward > 0; rollout::play_episodes, the
   /// self-play success rates and the cold start's demonstrations all count reward > 0). A step that
   /// does not end the episode is no win.
-  bool won() const { return failure.empty() && terminated && reward > 0; }
+  bool won() const { return !broken() && terminated && reward > 0; }
+  /// The environment process failed (failure is not kOk).
+  bool broken() const { return failure != CallStatus::kOk; }
 };
 
 /// The step() argument for an answer the agent writes in \boxed{} (the agent's actions are
@@ -57,17 +59,19 @@ class Game {
 
   /// Spawns an instance and loads `source` with `max_turns_cap` (reference §2: 25), through
   /// EnvServer::spawn_loaded (the G plays of one program find it already loaded). On failure returns
-  /// nullptr with `*reason` = load_failure_reason() and `*detail` the explanation (both optional).
+  /// nullptr with `*reason` = load_failure_reason(), `*detail` the explanation and `*status` the
+  /// call's CallStatus (all optional).
   static std::unique_ptr<Game> open(EnvServer& server, const std::string& source, int max_turns_cap,
-                                    std::string* reason, std::string* detail = nullptr);
+                                    std::string* reason, std::string* detail = nullptr, CallStatus* status = nullptr);
   /// Wraps an instance on which load() succeeded.
   explicit Game(std::unique_ptr<EnvInstance> loaded);
 
   /// reset(seed=...) (reset() for nullopt). Returns the observation: the first element of the returned
   /// tuple, or a bare str (tolerated, reference §2). nullopt on failure with `*reason` one of
-  /// "reset_exception", "reset_bad_return", "memory" or a process-level reason.
+  /// "reset_exception", "reset_bad_return", "memory" or a process-level reason, and `*status` the
+  /// call's CallStatus (kOk for reset_bad_return).
   std::optional<std::string> reset(std::optional<int64_t> seed, std::string* reason = nullptr,
-                                   std::string* detail = nullptr);
+                                   std::string* detail = nullptr, CallStatus* status = nullptr);
 
   /// step(action[:100k chars]). An exception -> ("Error: <message>", -1.0, terminated); a return that
   /// is not a 5-sequence (str obs, finite number or bool reward, bool/int/None flags) -> ("Invalid game

@@ -60,6 +60,10 @@ class ZygoteProcess;
 class PoolCgroup;
 }
 
+/// Checks a SandboxOptions::namespaces mode (config sandbox.namespaces): "auto", "require" or "off".
+/// Throws spade::Error naming `mode` and the three names otherwise.
+void check_namespaces_mode(const std::string& mode);
+
 /// Configuration of an EnvServer. Times in seconds, sizes in bytes.
 struct SandboxOptions {
   /// spade-envd binary. "" -> $SPADE_ENVD, else spade-envd next to /proc/self/exe, else the build
@@ -88,7 +92,7 @@ struct SandboxOptions {
   // --- Isolation layers (see the top of this file). ---
   /// "auto": bubblewrap namespaces when they can be created, else a one-time warning on stderr and
   /// the remaining layers only; "require": throw spade::Error when they cannot; "off": never use them.
-  std::string namespaces = "auto";
+  std::string namespaces = "auto";  // check_namespaces_mode() lists the names
   /// bubblewrap binary. "" -> /usr/bin/bwrap, else `bwrap` on $PATH.
   std::string bwrap_path;
   /// Size cap of each child's own /tmp tmpfs, which holds its work dir and backs its /dev/shm (bytes;
@@ -163,27 +167,34 @@ struct IsolationInfo {
   nlohmann::json to_json() const;
 };
 
+/// How one call into an environment process ended. Stable ids (call_status_name) for files and logs:
+/// "ok"; "exception" (the program raised; detail "Type: message"); "memory" (MemoryError, e.g.
+/// RLIMIT_AS, or SIGKILL by the pool cgroup's OOM killer); "timeout" (deadline passed, process killed);
+/// "exited" (the process ended on its own, e.g. os._exit); "signal" (killed by a signal, e.g. SIGSEGV,
+/// or the CPU time limit); "protocol" (an invalid or oversized reply, or a request the child refused);
+/// "unavailable" (no process could be created for it, even by a restarted zygote: e.g. the pool's
+/// task cap is full).
+enum class CallStatus { kOk, kException, kMemory, kTimeout, kExited, kSignal, kProtocol, kUnavailable };
+const char* call_status_name(CallStatus status);
+
 /// Outcome of one call into an environment process.
 struct CallResult {
-  /// Stable id: "ok"; "exception" (the program raised; detail "Type: message"); "memory"
-  /// (MemoryError, e.g. RLIMIT_AS, or SIGKILL by the pool cgroup's OOM killer); "timeout" (deadline
-  /// passed, process killed); "exited" (the process ended on its own, e.g. os._exit); "signal"
-  /// (killed by a signal, e.g. SIGSEGV, or the CPU time limit);
-  /// "protocol" (an invalid or oversized reply, or a request the child refused); "unavailable" (no
-  /// process could be created for it, even by a restarted zygote: e.g. the pool's task cap is full).
-  std::string reason = "ok";
+  CallStatus status = CallStatus::kOk;
   /// Readable explanation for a failure: which call, what happened, the exception message.
   std::string detail;
   /// The returned value (None unless ok()).
   PyValue value;
-  /// For "exception"/"memory": the Python exception type (e.g. "SyntaxError"), str(exception), the
+  /// For kException/kMemory: the Python exception type (e.g. "SyntaxError"), str(exception), the
   /// traceback (capped) and, for load(), the stage that failed: "compile", "exec", "find" (no *Env
   /// class) or "init".
   std::string exception_type, message, traceback, stage;
   /// Wall time of the call as seen by the host.
   double seconds = 0;
 
-  bool ok() const { return reason == "ok"; }
+  bool ok() const { return status == CallStatus::kOk; }
+  /// The program raised (kException) or ran out of memory (kMemory): a defined Python answer, the
+  /// process still healthy.
+  bool raised() const { return status == CallStatus::kException || status == CallStatus::kMemory; }
 };
 
 class EnvInstance;
@@ -290,7 +301,7 @@ class EnvInstance {
   /// max_turns passed to the constructor by load(); nullopt if it takes no max_turns (or not loaded).
   std::optional<int64_t> max_turns() const { return max_turns_; }
   /// False once the process was killed or lost.
-  bool alive() const { return dead_reason_.empty(); }
+  bool alive() const { return dead_status_ == CallStatus::kOk; }
   /// True when EnvServer::spawn_loaded handed over a child that had loaded the program ahead of the
   /// call (diagnostics and tests).
   bool preloaded() const { return preloaded_; }
@@ -321,7 +332,7 @@ class EnvInstance {
   /// Receives the reply to a request written with status `sent` (the hello first, once).
   CallResult receive(FrameStatus sent, std::string io_error, const std::string& what, double timeout_s,
                      Clock::time_point start, Clock::time_point deadline);
-  CallResult fail(const std::string& reason, const std::string& detail, bool kill_process);
+  CallResult fail(CallStatus status, const std::string& detail, bool kill_process);
   CallResult lost(const std::string& what);
   void keep_output(const nlohmann::json& reply);
 
@@ -332,7 +343,8 @@ class EnvInstance {
   int64_t oom_kills_at_start_ = -1;
   int fd_;
   SandboxOptions options_;
-  std::string dead_reason_, dead_detail_;
+  CallStatus dead_status_ = CallStatus::kOk;  // kOk while the process lives
+  std::string dead_detail_;
   std::string output_;
   std::optional<int64_t> max_turns_;
   SpinBudget spin_;  // waits for this child's replies (SandboxOptions::spin_us)

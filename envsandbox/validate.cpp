@@ -24,7 +24,7 @@ using Check = std::function<std::optional<Failure>()>;
 
 // Failure for a call that did not return normally; `exception_reason` names a raised exception.
 Failure call_failure(const CallResult& r, const std::string& exception_reason) {
-  return Failure{r.reason == "exception" ? exception_reason : r.reason, r.detail};
+  return Failure{r.status == CallStatus::kException ? exception_reason : call_status_name(r.status), r.detail};
 }
 
 // Strict 5-tuple check of one step() return (reference §4).
@@ -202,7 +202,7 @@ class SmokeTest {
     if (!game_->reset(std::nullopt, &reason, &detail)) return Failure{reason, detail};
     for (const char* action : kRawProbes) {
       GameStep s = game_->step(action);
-      if (!s.failure.empty()) return Failure{s.failure, s.detail};
+      if (s.broken()) return Failure{call_status_name(s.failure), s.detail};
       if (s.terminated || s.truncated) break;
     }
     return std::nullopt;
@@ -267,7 +267,7 @@ class SmokeTest {
     CallResult has = contract_->has("solution", call_time());
     if (has.ok() && has.value.as_bool()) {
       CallResult sol = contract_->call("solution", call_time());
-      if (!sol.ok() && sol.reason != "exception") return call_failure(sol, "step_exception");
+      if (!sol.ok() && sol.status != CallStatus::kException) return call_failure(sol, "step_exception");
       if (sol.ok() && (sol.value.is_list() || sol.value.is_tuple()))
         for (const PyValue& a : sol.value.items()) {
           if (!a.is_str() || static_cast<int>(actions_.size()) >= 64) break;
@@ -288,8 +288,8 @@ class SmokeTest {
   std::optional<Failure> step_after_done() {
     if (!done_) return std::nullopt;  // the episode did not end within the steps played: nothing to check
     CallResult r = contract_->step(kBoxedProbes[0], call_time());
-    if (r.reason == "exception" || r.reason == "memory") return std::nullopt;  // raising is a defined answer
-    if (!r.ok()) return Failure{r.reason, "step after the episode ended: " + r.detail};
+    if (r.raised()) return std::nullopt;  // raising is a defined answer
+    if (!r.ok()) return Failure{call_status_name(r.status), "step after the episode ended: " + r.detail};
     if (auto failure = check_step_return(r.value, "step after the episode ended")) {
       failure->reason = "step_after_done_bad";
       return failure;
@@ -399,8 +399,8 @@ class SmokeTest {
         const std::string action = options_.tool_use ? answers[played] : boxed_answer(answers[played]);
         game.set_call_timeout(call_time());
         last = game.step(action);
-        if (!last.failure.empty())
-          return Failure{last.failure, at + "step(" + PyValue::str(action).repr(60) + ") while playing solution(): " +
+        if (last.broken())
+          return Failure{call_status_name(last.failure), at + "step(" + PyValue::str(action).repr(60) + ") while playing solution(): " +
                                            last.detail};
         ended = last.terminated || last.truncated;
       }

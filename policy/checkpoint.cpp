@@ -15,6 +15,12 @@
 namespace spade::policy {
 namespace fs = std::filesystem;
 
+std::string checkpoint_dtype(const std::string& name) {
+  if (name == "fp32") return "float32";
+  if (name == "bf16") return "bfloat16";
+  throw Error("checkpoint dtype must be fp32 or bf16, not '" + name + "'");
+}
+
 // config.json and model.safetensors.index.json are read whole: at most 64 MiB (a 1000-shard index is
 // ~100 KB), so that a path to an endless file is an error instead of a hang.
 constexpr uint64_t kMaxMetadataBytes = uint64_t{64} << 20;

@@ -12,12 +12,19 @@
 
 #include "policy/transformer.h"
 
+#include "policy/sampling_defaults.h"
+
 namespace spade::policy {
 
 /// Default shard threshold: PreTrainedModel.save_pretrained's max_shard_size default "5GB" in current
 /// transformers (older 4.x releases used "10GB"), which huggingface_hub's serialization helpers
 /// (MAX_SHARD_SIZE = "5GB") parse with decimal units, GB = 10^9 bytes.
 inline constexpr uint64_t kDefaultMaxShardSize = 5'000'000'000ULL;
+
+/// The checkpoint dtype names of the config (checkpoint.dtype) and the CLI (--dtype) -> the
+/// safetensors dtype: "fp32" -> "float32", "bf16" -> "bfloat16". Throws spade::Error naming `name`
+/// and the two names otherwise.
+std::string checkpoint_dtype(const std::string& name);
 
 struct CheckpointSaveOptions {
   /// Tensor dtype in model.safetensors: "float32" (exact) or "bfloat16" (the HF export default).
@@ -38,8 +45,8 @@ struct CheckpointSaveOptions {
   /// "weight_map": {tensor: file}}. Must be positive.
   uint64_t max_shard_size = kDefaultMaxShardSize;
   /// Written to generation_config.json (SPADE reference §5 sampling defaults).
-  double temperature = 0.6, top_p = 0.95;
-  int top_k = 20;
+  double temperature = sampling_defaults::kTemperature, top_p = sampling_defaults::kTopP;
+  int top_k = sampling_defaults::kTopK;
 };
 
 /// Saves `model` to `dir` atomically: everything (weights, sharded per options.max_shard_size, then

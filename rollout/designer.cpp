@@ -30,7 +30,7 @@ std::vector<ChatCompletion> complete_chats(PolicyRef policy,
   for (size_t i = 0; i < chats.size(); ++i) {
     out[i].output = std::move(gens[i]);
     std::vector<int64_t> ids = out[i].output.tokens;
-    if (out[i].output.finish_reason == "stop" && !ids.empty()) ids.pop_back();
+    if (out[i].output.finish_reason == FinishReason::kStop && !ids.empty()) ids.pop_back();
     out[i].text = policy.tokenizer.decode(ids);
     out[i].temperature = params.temperature > 0 ? params.temperature : 1.0;
   }
@@ -52,7 +52,7 @@ std::vector<DesignAttempt> attempt_designs(PolicyRef policy, envsandbox::EnvServ
     a.doc_id = requests[p].doc_id;
     a.sample = outs[p].to_sample(Role::Designer);
     a.sample.skill = a.skill;
-    if (outs[p].output.finish_reason != "stop") {
+    if (outs[p].output.finish_reason != FinishReason::kStop) {
       // The response hit its token cap: the program is cut off.
       a.code = extract_code(outs[p].text);
       a.report.admitted = false;
@@ -122,7 +122,7 @@ std::vector<std::string> write_hints(PolicyRef policy, const std::vector<std::st
   std::vector<ChatCompletion> outs = complete_chats(policy, chats, params, seed, max_batch);
   std::vector<std::string> hints;
   for (const ChatCompletion& c : outs)
-    hints.push_back(c.output.finish_reason == "stop" ? trim(c.text) : std::string());
+    hints.push_back(c.output.finish_reason == FinishReason::kStop ? trim(c.text) : std::string());
   return hints;
 }
 

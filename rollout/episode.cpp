@@ -40,12 +40,12 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
     r.sample.env_id = spec.env_id;
     r.sample.skill = spec.skill;
     std::string reason;
-    auto game = envsandbox::Game::open(server, spec.source, options.max_turns_cap, &reason);
+    auto game = envsandbox::Game::open(server, spec.source, options.max_turns_cap, &reason, nullptr, &r.process);
     if (!game) {
       r.failure = reason.empty() ? "load_failed" : reason;
       continue;
     }
-    std::optional<std::string> obs = game->reset(spec.seed, &reason);
+    std::optional<std::string> obs = game->reset(spec.seed, &reason, nullptr, &r.process);
     if (!obs) {
       r.failure = reason.empty() ? "reset_failed" : reason;
       continue;
@@ -94,7 +94,7 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
     EpisodeResult& r = results[e.index];
     r.sample.append_sampled(out.tokens, out.logprobs);
     ++r.turns;
-    if (out.finish_reason != "stop") {  // no EOS: truncated, environment not stepped (reference §3)
+    if (out.finish_reason != FinishReason::kStop) {  // no EOS: truncated, environment not stepped (reference §3)
       r.truncated = true;
       finish(e);
       return std::nullopt;
@@ -110,9 +110,10 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
     const std::string action = parse_action(response);
     r.actions.push_back(action);
     envsandbox::GameStep step = e.game->step(action);
-    if (!step.failure.empty()) r.failure = step.failure;
+    r.process = step.failure;
+    if (step.broken()) r.failure = envsandbox::call_status_name(step.failure);
     else if (!step.refused.empty()) r.failure = step.refused;  // e.g. reward_not_finite; reward -1 below
-    if (step.terminated || step.truncated || !step.failure.empty()) {
+    if (step.terminated || step.truncated || step.broken()) {
       r.terminated = step.terminated;
       r.truncated = step.truncated;
       r.reward = reward::episode_reward(step.terminated, step.reward);

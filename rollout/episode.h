@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "envsandbox/game.h"
+#include "rollout/episode_defaults.h"
 #include "rollout/policy_ref.h"
 #include "rollout/sample.h"
 #include "rollout/sampler.h"
@@ -43,18 +44,23 @@ struct EpisodeResult {
   /// (envsandbox::GameStep::refused: step_exception, memory, step_bad_return, step_bad_type,
   /// reward_not_finite; the episode then ended terminated with reward -1, reference §3), or
   /// "episode_timeout" (EpisodeOptions::episode_timeout_s). A NaN or infinite environment reward
-  /// therefore never reaches `reward`.
+  /// therefore never reaches `reward`. A stable id for files and logs; compare `process` in code.
   std::string failure;
+  /// The process-level outcome of the sandbox call that ended the episode: kTimeout when load, reset
+  /// or step ran past its deadline, kExited/kSignal/kProtocol/kUnavailable for a broken process,
+  /// kException/kMemory for a load or reset that raised; kOk otherwise (including "episode_timeout"
+  /// and a refused step answer).
+  envsandbox::CallStatus process = envsandbox::CallStatus::kOk;
   std::vector<std::string> actions;  // parsed actions sent to step(), for logs
 };
 
 struct EpisodeOptions {
   SamplingParams sampling;    // per-turn sampling; max_new_tokens is the per-turn cap
-  int max_turns = 25;         // reference §3: 25 turns
-  int context_tokens = 32768; // reference §5: context 32768
+  int max_turns = episode_defaults::kMaxTurns;
+  int context_tokens = episode_defaults::kContextTokens;
   int reserve_tokens = 64;    // reference §3: max_new = min(cap, context_left - 64); stop when <= 64 left
-  int max_batch = 64;
-  int max_turns_cap = 25;     // passed to the environment constructor (min(class default, cap))
+  int max_batch = episode_defaults::kMaxBatch;
+  int max_turns_cap = episode_defaults::kMaxTurns;  // passed to the environment constructor (min(class default, cap))
   /// true: KV caches persist across turns (GenerationSession). false: every turn re-prefills each
   /// episode's whole history (GenerationSession::drop_cache; the reference behaviour, kept for
   /// equivalence tests). Both sample the same tokens for the same seed; logprobs agree to ~1e-6.
@@ -62,7 +68,7 @@ struct EpisodeOptions {
   /// Wall-clock limit of one play, seconds from its reset to its last step (sampling of its turns
   /// included, as the reference's per-play timeout of 300 s); 0 = none. A play over it ends before its
   /// next step as truncated, reward 0, failure "episode_timeout" (the environment is not blamed: the
-  /// step-timeout penalty of the regret_based designer reward is for "timeout" only).
+  /// step-timeout penalty of the regret_based designer reward is for EpisodeResult::process kTimeout).
   double episode_timeout_s = 0;
 };
 

@@ -13,6 +13,12 @@ const char* role_name(Role role) {
   return "?";
 }
 
+Role parse_role(const std::string& name) {
+  for (Role r : {Role::Agent, Role::Designer, Role::Hint})
+    if (name == role_name(r)) return r;
+  throw Error("unknown sample role '" + name + "' (agent, designer or hint)");
+}
+
 void Sample::append_context(const std::vector<int64_t>& ids) {
   tokens.insert(tokens.end(), ids.begin(), ids.end());
   loss_mask.insert(loss_mask.end(), ids.size(), 0.0f);

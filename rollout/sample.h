@@ -9,7 +9,10 @@
 namespace spade::rollout {
 
 enum class Role { Agent, Designer, Hint };
+/// Stable ids for files and logs: "agent", "designer", "hint".
 const char* role_name(Role role);
+/// The Role whose role_name() is `name`. Throws spade::Error naming `name` and the three ids otherwise.
+Role parse_role(const std::string& name);
 
 /// One training sequence. Invariants: tokens, loss_mask and rollout_logprobs have equal length;
 /// loss_mask[i] = 1 exactly for tokens sampled by the policy (assistant tokens), 0 for prompt,

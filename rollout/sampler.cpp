@@ -518,23 +518,22 @@ void run(policy::Transformer& model, const std::vector<Request>& requests, const
       res.tokens.push_back(chosen[r]);
       res.logprobs.push_back(logprobs[r]);
       if (keep) rows[r].req.seq->tokens.push_back(chosen[r]);
-      if (stop.count(chosen[r])) {
-        res.finish_reason = "stop";
-      } else if (stop_window > 0) {
+      bool stopped = stop.count(chosen[r]) > 0;
+      if (!stopped && stop_window > 0) {
         const size_t w = std::min(stop_window, res.tokens.size());
         const std::string text = params.detokenize(std::vector<int64_t>(res.tokens.end() - w, res.tokens.end()));
         for (const std::string& s : params.stop_strings)
           if (text.find(s) != std::string::npos) {
-            res.finish_reason = "stop";
+            stopped = true;
             res.stop_string = s;
             break;
           }
       }
-      if (res.finish_reason.empty() && static_cast<int>(res.tokens.size()) >= rows[r].req.cap) res.finish_reason = "length";
-      if (res.finish_reason.empty()) {
+      if (!stopped && static_cast<int>(res.tokens.size()) < rows[r].req.cap) {
         keep_rows.push_back(r);
         continue;
       }
+      res.finish_reason = stopped ? FinishReason::kStop : FinishReason::kLength;
       if (keep) {  // park the row's real K/V columns (all its tokens but the last, not yet fed)
         Sequence& s = *rows[r].req.seq;
         auto cols = key_mask[r].nonzero().view({-1});
@@ -585,6 +584,10 @@ void run(policy::Transformer& model, const std::vector<Request>& requests, const
 
 }  // namespace
 
+const char* finish_reason_name(FinishReason reason) {
+  return reason == FinishReason::kStop ? "stop" : "length";
+}
+
 SamplingParams::DecodeGraphMode parse_decode_graph_mode(const std::string& name, const std::string& where) {
   if (name == "auto") return SamplingParams::DecodeGraphMode::kAuto;
   if (name == "off") return SamplingParams::DecodeGraphMode::kOff;
@@ -605,7 +608,7 @@ std::vector<GenerationResult> one_turn_each(policy::Transformer& model, const st
   std::vector<Request> requests;
   for (size_t a = 0; a < seqs.size(); ++a) {
     const int cap = caps.empty() ? params.max_new_tokens : caps[a];
-    if (cap <= 0) results[a].finish_reason = "length";
+    if (cap <= 0) results[a].finish_reason = FinishReason::kLength;
     else requests.push_back({seqs[a], cap, sampling_stream(seed, a), a});
   }
   run(model, requests, params, max_batch, keep, forwarded, stats,

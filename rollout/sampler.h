@@ -36,16 +36,16 @@
 #include <vector>
 
 #include "policy/transformer.h"
-#include "rollout/sampling_defaults.h"
+#include "policy/sampling_defaults.h"
 
 namespace spade::rollout {
 
-/// Defaults: SPADE reference §5 (rollout/sampling_defaults.h).
+/// Defaults: SPADE reference §5 (policy/sampling_defaults.h).
 struct SamplingParams {
-  double temperature = sampling_defaults::kTemperature;  // 0 = greedy (argmax; logprobs then use temperature 1), else finite >= 1e-5
-  double top_p = sampling_defaults::kTopP;  // nucleus: keep the smallest prefix (by prob, descending) whose mass >= top_p
-  int top_k = sampling_defaults::kTopK;     // keep the k most likely tokens; <= 0 disables
-  double min_p = sampling_defaults::kMinP;  // keep tokens with p >= min_p * p_max; 0 disables
+  double temperature = policy::sampling_defaults::kTemperature;  // 0 = greedy (argmax; logprobs then use temperature 1), else finite >= 1e-5
+  double top_p = policy::sampling_defaults::kTopP;  // nucleus: keep the smallest prefix (by prob, descending) whose mass >= top_p
+  int top_k = policy::sampling_defaults::kTopK;     // keep the k most likely tokens; <= 0 disables
+  double min_p = policy::sampling_defaults::kMinP;  // keep tokens with p >= min_p * p_max; 0 disables
   int max_new_tokens = 256;   // per sequence
   /// Finishing tokens (e.g. ChatTemplate::eos_id()). Empty = stop only at max_new_tokens.
   std::vector<int64_t> stop_token_ids;
@@ -104,14 +104,18 @@ struct SamplingParams {
 /// --decode-graph`). Throws spade::Error naming `where` and the allowed values otherwise.
 SamplingParams::DecodeGraphMode parse_decode_graph_mode(const std::string& name, const std::string& where);
 
+/// Why a generation ended: a stop token (kept as the last token) or a stop string ("stop"), or the
+/// token cap ("length"). The ids are the OpenAI API's finish_reason values, used in files and logs.
+enum class FinishReason { kStop, kLength };
+const char* finish_reason_name(FinishReason reason);
+
 struct GenerationResult {
   std::vector<int64_t> tokens;   // sampled ids (prompt excluded); a stop token, if any, is the last one
   /// logprobs[i] = policy::token_logprobs(logits_i, tokens[i], temperature): the log-probability under
   /// the UNFILTERED temperature-scaled distribution (what the trainer recomputes), even though the
   /// token was drawn after top-k/top-p/min-p filtering. Greedy: temperature 1.
   std::vector<float> logprobs;
-  /// "stop" (a stop token, kept as the last token, or a stop string) | "length".
-  std::string finish_reason;
+  FinishReason finish_reason = FinishReason::kLength;
   std::string stop_string;       // the stop string that ended the sequence, "" otherwise
 };
 

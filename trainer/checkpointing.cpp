@@ -49,7 +49,7 @@ void load_torch_rng(const std::string& path) {
 std::string save_training_checkpoint(const RunDir& run, int64_t step, const rollout::PolicyRef& policy,
                                      const std::string& dtype, const TrainerStateRefs* trainer_state) {
   policy::CheckpointSaveOptions options;
-  options.dtype = dtype == "bf16" ? "bfloat16" : "float32";
+  options.dtype = policy::checkpoint_dtype(dtype);
   options.tokenizer_model = policy.tokenizer.model_path();
   const std::string dir = run.checkpoint_dir(step);
   if (!trainer_state) {
@@ -141,8 +141,12 @@ SelfPlayState load_trainer_state(const std::string& checkpoint_dir, torch::optim
 
 void export_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir, const std::string& dtype,
                        uint64_t max_shard_size, bool overwrite) {
-  if (dtype != "fp32" && dtype != "bf16")
-    throw Error("export: --dtype must be fp32 or bf16, not '" + dtype + "'");
+  policy::CheckpointSaveOptions options;
+  try {
+    options.dtype = policy::checkpoint_dtype(dtype);
+  } catch (const Error& e) {
+    throw Error(std::string("export: --dtype: ") + e.what());
+  }
   const fs::path src = fs::weakly_canonical(checkpoint_dir);
   const fs::path out = fs::weakly_canonical(out_dir);
   if (!fs::exists(src / "config.json"))
@@ -157,8 +161,6 @@ void export_checkpoint(const std::string& checkpoint_dir, const std::string& out
   rule.inputs = {checkpoint_dir};
   StagedDir staged(out_dir, rule);  // refuses before the weights are read
   policy::Transformer model = load_training_policy(src.string());
-  policy::CheckpointSaveOptions options;
-  options.dtype = dtype == "bf16" ? "bfloat16" : "float32";
   options.tokenizer_model = policy::Tokenizer::file_in_dir(src.string());  // tokenizer.json or .model; "" if none
   if (max_shard_size > 0) options.max_shard_size = max_shard_size;
   policy::save_checkpoint(staged.path(), model, options);

@@ -10,8 +10,9 @@
 
 #include "envsandbox/sandbox.h"
 #include "policy/model_config.h"
+#include "policy/sampling_defaults.h"
 #include "reward/designer_reward.h"
-#include "rollout/sampling_defaults.h"
+#include "rollout/episode_defaults.h"
 
 namespace spade::trainer {
 
@@ -69,19 +70,19 @@ struct WarmStartConfig {
   int demos_per_env = 4;          // agent demonstrations per seed environment (seeds 0..n-1)
 };
 
-// One role's sampling (selfplay.designer / agent / hint): rollout/sampling_defaults.h (reference §5).
+// One role's sampling (selfplay.designer / agent / hint): policy/sampling_defaults.h (reference §5).
 struct SamplingYaml {
-  double temperature = rollout::sampling_defaults::kTemperature;
-  double top_p = rollout::sampling_defaults::kTopP;
-  int top_k = rollout::sampling_defaults::kTopK;
-  double min_p = rollout::sampling_defaults::kMinP;
+  double temperature = policy::sampling_defaults::kTemperature;
+  double top_p = policy::sampling_defaults::kTopP;
+  int top_k = policy::sampling_defaults::kTopK;
+  double min_p = policy::sampling_defaults::kMinP;
   int max_new_tokens = 8192;
   std::string decode_graph = "auto";  // auto | off | on: decode steps as a CUDA graph (SamplingParams::decode_graph)
 };
 
 /// The reference sampling of a role with its token cap (and temperature, when not the default).
 inline SamplingYaml role_sampling(int max_new_tokens,
-                                  double temperature = rollout::sampling_defaults::kTemperature) {
+                                  double temperature = policy::sampling_defaults::kTemperature) {
   SamplingYaml s;
   s.max_new_tokens = max_new_tokens;
   s.temperature = temperature;
@@ -96,13 +97,12 @@ struct SelfPlayConfig {
   int plays_per_env = 8;           // no-hint plays per environment per step (G)
   int hint_plays = 16;             // hinted plays per environment at regeneration
   int max_attempts = 5;            // designer generation attempts per environment (reference §4)
-  int max_turns = 25;              // turn cap per episode (reference §3)
-  int context_tokens = 32768;      // per-episode context (reference §5)
-  int hint_max_tokens = 4096;
+  int max_turns = rollout::episode_defaults::kMaxTurns;            // turn cap per episode
+  int context_tokens = rollout::episode_defaults::kContextTokens;  // per-episode context
   SamplingYaml designer = role_sampling(16384);  // reference §5: designer max tokens 16384
   SamplingYaml agent = role_sampling(8192);      // reference §5: agent max tokens 8192
-  SamplingYaml hint = role_sampling(4096, rollout::sampling_defaults::kHintTemperature);
-  int max_batch = 64;              // sequences decoded together
+  SamplingYaml hint = role_sampling(4096, policy::sampling_defaults::kHintTemperature);  // reference §5: hint max tokens 4096
+  int max_batch = rollout::episode_defaults::kMaxBatch;  // sequences decoded together
   int max_tokens_in_flight = 0;    // KV tokens the sampler's running batch may reserve (each row: its
                                    // history + max new tokens); 0 = unlimited (SamplingParams::max_tokens_in_flight)
   bool fill_with_seeds = false;    // slots the designer failed to fill get a seed environment of the

@@ -1,13 +1,14 @@
 #include "trainer/config_enums.h"
 
-#include <initializer_list>
-
 #include "common/error.h"
+#include "envsandbox/sandbox.h"
+#include "policy/checkpoint.h"
 #include "policy/transformer.h"
 #include "reward/designer_reward.h"
 #include "rollout/sampler.h"
 #include "trainer/autocast.h"
 #include "trainer/device.h"
+#include "trainer/distributed.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/policy_loss.h"
 
@@ -30,18 +31,6 @@ void with_parser(const std::string& key, const std::string& at, Parse&& parse) {
   }
 }
 
-// The enums whose library checks the names inline (no parser to call): the allowed names here.
-void one_of(const std::string& value, const std::string& key, const std::string& at,
-            std::initializer_list<const char*> names) {
-  std::string list;
-  for (const char* n : names) {
-    if (value == n) return;
-    list += list.empty() ? "" : ", ";
-    list += n;
-  }
-  throw Error(at + ": " + key + " must be one of " + list + ", not '" + value + "'");
-}
-
 }  // namespace
 
 void agg_mode(const std::string& v, const std::string& key, const std::string& at) { with_parser(key, at, [&] { parse_agg_mode(v); }); }
@@ -62,15 +51,14 @@ void device(const std::string& v, const std::string& key, const std::string& at)
   if (!valid_device_spec(v))
     throw Error(at + ": " + key + " must be auto, cpu, cuda or cuda:N (N a GPU index), not '" + v + "'");
 }
-// checkpointing.cpp (export_checkpoint, save_training_checkpoint) accepts these two.
-void checkpoint_dtype(const std::string& v, const std::string& key, const std::string& at) { one_of(v, key, at, {"fp32", "bf16"}); }
-// distributed.cpp resolve_backend accepts these three.
-void distributed_backend(const std::string& v, const std::string& key, const std::string& at) {
-  one_of(v, key, at, {"auto", "gloo", "nccl"});
+void checkpoint_dtype(const std::string& v, const std::string& key, const std::string& at) {
+  with_parser(key, at, [&] { policy::checkpoint_dtype(v); });
 }
-// envsandbox/env_server.cpp checks SandboxOptions::namespaces against these three.
+void distributed_backend(const std::string& v, const std::string& key, const std::string& at) {
+  with_parser(key, at, [&] { check_backend_name(v); });
+}
 void sandbox_namespaces(const std::string& v, const std::string& key, const std::string& at) {
-  one_of(v, key, at, {"auto", "require", "off"});
+  with_parser(key, at, [&] { envsandbox::check_namespaces_mode(v); });
 }
 
 }  // namespace spade::trainer::config_enums

@@ -94,7 +94,6 @@ void visit(C& c, F&& f) {
   f("selfplay.max_attempts", c.selfplay.max_attempts, at_least(1));
   f("selfplay.max_turns", c.selfplay.max_turns, at_least(1));
   f("selfplay.context_tokens", c.selfplay.context_tokens, at_least(1));
-  f("selfplay.hint_max_tokens", c.selfplay.hint_max_tokens, at_least(1));
   f("selfplay.max_batch", c.selfplay.max_batch, at_least(1));
   f("selfplay.max_tokens_in_flight", c.selfplay.max_tokens_in_flight, at_least(0, "0: unlimited"));
   f("selfplay.fill_with_seeds", c.selfplay.fill_with_seeds, any());

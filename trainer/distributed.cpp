@@ -76,6 +76,11 @@ struct DistributedContext::Impl {
   virtual void barrier() = 0;
 };
 
+void check_backend_name(const std::string& name) {
+  if (name != "auto" && name != "gloo" && name != "nccl")
+    throw Error("distributed backend must be auto, gloo or nccl, not '" + name + "'");
+}
+
 namespace {
 
 // Written against the concrete group type, so the same code serves LibTorch 1.13 (groups derive from
@@ -113,6 +118,7 @@ struct GroupImpl : DistributedContext::Impl {
 };
 
 std::string resolve_backend(const std::string& requested) {
+  check_backend_name(requested);
   std::string b = requested;
   if (b == "auto") {
 #ifdef USE_C10D_NCCL
@@ -121,8 +127,6 @@ std::string resolve_backend(const std::string& requested) {
     b = "gloo";
 #endif
   }
-  if (b != "gloo" && b != "nccl")
-    throw Error("distributed: unknown backend '" + requested + "' (use gloo, nccl or auto)");
 #ifndef SPADE_WITH_GLOO
   if (b == "gloo")
     throw Error("distributed: this spade was built without Gloo (install libgloo-dev and rebuild: "

@@ -51,6 +51,11 @@ DistributedEnv parse_distributed_env(const EnvLookup& getenv);
 /// parse_distributed_env over this process's environment (std::getenv).
 DistributedEnv distributed_env_from_process();
 
+/// Checks a backend name (distributed.backend, DistributedOptions::backend): "auto", "gloo" or "nccl".
+/// Throws spade::Error naming `name` and the three names otherwise. Whether this build has the named
+/// backend is checked when the group is created.
+void check_backend_name(const std::string& name);
+
 struct DistributedOptions {
   std::string backend = "auto";        // "gloo" | "nccl" | "auto" (nccl when built with it and CUDA
                                        // is available, else gloo)

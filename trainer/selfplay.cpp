@@ -79,7 +79,7 @@ void record_agent_scores(const AgentScores& s, StepRecord& rec) {
 std::vector<PlayOutcome> play_outcomes(const std::vector<rollout::EpisodeResult>& plays) {
   std::vector<PlayOutcome> out;
   for (const rollout::EpisodeResult& r : plays)
-    out.push_back({r.sample.env_id, r.reward, r.truncated, r.failure == "timeout", r.turns, r.sample.num_trainable()});
+    out.push_back({r.sample.env_id, r.reward, r.truncated, r.process == envsandbox::CallStatus::kTimeout, r.turns, r.sample.num_trainable()});
   return out;
 }
 

@@ -44,7 +44,7 @@
 namespace spade::trainer {
 
 /// The bookkeeping's view of played episodes (selfplay_bookkeeping.h), in order: env id, reward,
-/// truncated, step() timeout (failure "timeout"), turns, sampled tokens.
+/// truncated, a sandbox call past its deadline (EpisodeResult::process kTimeout), turns, sampled tokens.
 std::vector<PlayOutcome> play_outcomes(const std::vector<rollout::EpisodeResult>& plays);
 
 class SelfPlay {

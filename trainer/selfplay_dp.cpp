@@ -8,7 +8,7 @@ namespace spade::trainer {
 nlohmann::json episode_to_json(const rollout::EpisodeResult& r) {
   return {{"sample", sample_to_json(r.sample)}, {"reward", r.reward},   {"terminated", r.terminated},
           {"truncated", r.truncated},           {"turns", r.turns},     {"failure", r.failure},
-          {"actions", r.actions}};
+          {"process", static_cast<int>(r.process)}, {"actions", r.actions}};
 }
 
 rollout::EpisodeResult episode_from_json(const nlohmann::json& j) {
@@ -19,6 +19,7 @@ rollout::EpisodeResult episode_from_json(const nlohmann::json& j) {
   j.at("truncated").get_to(r.truncated);
   j.at("turns").get_to(r.turns);
   j.at("failure").get_to(r.failure);
+  r.process = static_cast<envsandbox::CallStatus>(j.at("process").get<int>());
   j.at("actions").get_to(r.actions);
   return r;
 }

@@ -155,7 +155,6 @@ void SelfPlay::write_hints() {
   std::vector<std::string> codes;
   for (const LiveEnv& env : live_) codes.push_back(env.code);
   rollout::SamplingParams hint_params = sampling(sp.hint);
-  hint_params.max_new_tokens = sp.hint_max_tokens;
   hint_params.max_tokens_in_flight = sp.max_tokens_in_flight;
   const auto hint_writer = [&](const std::vector<std::string>& mine, uint64_t seed) {
     return rollout::write_hints(policy_, mine, hint_params, seed, sp.max_batch);

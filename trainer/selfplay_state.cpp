@@ -8,13 +8,6 @@ namespace spade::trainer {
 
 namespace {
 
-rollout::Role role_from_name(const std::string& name) {
-  if (name == "agent") return rollout::Role::Agent;
-  if (name == "designer") return rollout::Role::Designer;
-  if (name == "hint") return rollout::Role::Hint;
-  throw Error("unknown sample role '" + name + "'");
-}
-
 json live_to_json(const LiveEnv& e) {
   return {{"id", e.id},         {"skill", e.skill},
           {"code", e.code},     {"path", e.path},
@@ -58,7 +51,7 @@ json sample_to_json(const rollout::Sample& s) {
 
 rollout::Sample sample_from_json(const json& j) {
   rollout::Sample s;
-  s.role = role_from_name(j.at("role").get<std::string>());
+  s.role = rollout::parse_role(j.at("role").get<std::string>());
   j.at("tokens").get_to(s.tokens);
   j.at("loss_mask").get_to(s.loss_mask);
   j.at("rollout_logprobs").get_to(s.rollout_logprobs);

@@ -83,7 +83,7 @@ std::vector<rollout::Sample> agent_demonstrations(const rollout::PolicyRef& poli
       ids.push_back(policy.chat.eos_id());
       s.append_sampled(ids, std::vector<float>(ids.size(), 0.0f));
       envsandbox::GameStep step = game->step(response);
-      if (step.terminated || step.truncated || !step.failure.empty()) {
+      if (step.terminated || step.truncated || step.broken()) {
         won = step.won();
         break;
       }

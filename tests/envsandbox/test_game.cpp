@@ -20,7 +20,7 @@ TEST(Game, ExceptionInStepBecomesErrorObservation) {
   EXPECT_EQ(s.obs, "Error: bad move left");
   EXPECT_EQ(s.reward, -1.0);
   EXPECT_TRUE(s.terminated);
-  EXPECT_EQ(s.failure, "");
+  EXPECT_EQ(s.failure, CallStatus::kOk);
   EXPECT_EQ(s.refused, "step_exception");
   EXPECT_FALSE(s.won());
 }
@@ -33,7 +33,7 @@ TEST(Game, MalformedReturnIsInvalidGameResponse) {
   EXPECT_EQ(s.obs, "Invalid game response");  // reference §3
   EXPECT_EQ(s.reward, -1.0);
   EXPECT_TRUE(s.terminated);
-  EXPECT_EQ(s.failure, "");
+  EXPECT_EQ(s.failure, CallStatus::kOk);
   EXPECT_EQ(s.refused, "step_bad_return");
 }
 
@@ -57,7 +57,7 @@ TEST(Game, NonFiniteRewardIsRefusedWithItsReason) {
     EXPECT_EQ(s.obs, "Invalid game response") << reward;
     EXPECT_EQ(s.reward, -1.0) << reward;
     EXPECT_TRUE(s.terminated) << reward;
-    EXPECT_EQ(s.failure, "") << reward;
+    EXPECT_EQ(s.failure, CallStatus::kOk) << reward;
     EXPECT_EQ(s.refused, refused) << reward;
     EXPECT_NE(s.detail.find("step() reward"), std::string::npos) << s.detail;
   }
@@ -83,7 +83,7 @@ TEST(Game, WonMeansTerminatedWithAPositiveReward) {
   s.truncated = true;
   EXPECT_FALSE(s.won());  // truncated: episode reward 0 (reference §3)
   s.terminated = true;
-  s.failure = "timeout";
+  s.failure = CallStatus::kTimeout;
   EXPECT_FALSE(s.won());  // a broken process
 }
 
@@ -100,7 +100,7 @@ TEST(Game, TimeoutEndsTheEpisodeWithFailure) {
   ASSERT_NE(game, nullptr);
   ASSERT_TRUE(game->reset(0));
   GameStep s = game->step("x");
-  EXPECT_EQ(s.failure, "timeout");
+  EXPECT_EQ(s.failure, CallStatus::kTimeout);
   EXPECT_TRUE(s.terminated);
 }
 

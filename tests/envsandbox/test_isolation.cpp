@@ -42,7 +42,7 @@ PyValue probe(EnvServer& server, std::unique_ptr<EnvInstance>* keep = nullptr) {
 
 std::string step_obs(EnvInstance& env, const std::string& action) {
   CallResult r = env.step(action);
-  if (!r.ok()) return "<" + r.reason + ": " + r.detail + ">";
+  if (!r.ok()) return std::string("<") + call_status_name(r.status) + ": " + r.detail + ">";
   return r.value.items()[0].as_str();
 }
 
@@ -221,7 +221,7 @@ TEST(Isolation, PoolMemoryCgroupKillsTheRunawayChildWithReasonMemory) {
   std::unique_ptr<EnvInstance> env;
   probe(server, &env);
   CallResult r = env->step("alloc 600");
-  EXPECT_EQ(r.reason, "memory") << r.detail;
+  EXPECT_EQ(r.status, CallStatus::kMemory) << r.detail;
   EXPECT_FALSE(env->alive());
   EXPECT_LE(server.pool_peak_memory_bytes(), int64_t{200} << 20);
   // The pool goes on serving.

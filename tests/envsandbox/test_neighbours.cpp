@@ -136,7 +136,7 @@ TEST_P(Neighbour, FollowUpSeesAFreshWorldAndTheNeighbourKeepsPlaying) {
   EXPECT_EQ(r.reason, h.reason) << h.file << ": " << r.detail;
 
   CallResult step = neighbour->step("\\boxed{25}");
-  EXPECT_TRUE(step.ok()) << "the live neighbour after " << h.file << ": " << step.reason << " -- " << step.detail;
+  EXPECT_TRUE(step.ok()) << "the live neighbour after " << h.file << ": " << call_status_name(step.status) << " -- " << step.detail;
   neighbour.reset();
   settle(server);
 
@@ -197,7 +197,7 @@ TEST(Neighbours, AllInOneServerThenConcurrentlyWithLiveNeighbours) {
   for (const std::string& f : failures) ADD_FAILURE() << f;
   for (size_t i = 0; i < live.size(); ++i) {
     CallResult s = live[i]->step("\\boxed{25}");
-    EXPECT_TRUE(s.ok()) << "live neighbour " << i << ": " << s.reason << " -- " << s.detail;
+    EXPECT_TRUE(s.ok()) << "live neighbour " << i << ": " << call_status_name(s.status) << " -- " << s.detail;
   }
   live.clear();
   settle(server);
@@ -230,7 +230,7 @@ TEST_P(WithoutChildNamespaces, SeccompStillKeepsProcessesApart) {
     ValidationReport r = validate_game(server, hostile(file));
     EXPECT_TRUE(r.admitted) << file << ": " << r.reason << " -- " << r.detail;
     CallResult s = neighbour->step("\\boxed{25}");
-    EXPECT_TRUE(s.ok()) << "the live neighbour after " << file << ": " << s.reason << " -- " << s.detail;
+    EXPECT_TRUE(s.ok()) << "the live neighbour after " << file << ": " << call_status_name(s.status) << " -- " << s.detail;
     settle(server);
     json after = only(world_of(server), process_fields);
     EXPECT_EQ(after, fresh) << "after " << file << ":" << differences(after, fresh);
@@ -324,7 +324,7 @@ TEST(PoolDefences, AStoppedSpareIsDiscardedNotHandedOver) {
   auto next = server.spawn();
   EXPECT_NE(next->pid(), spares[0]) << "the stopped spare was handed over";
   CallResult load = next->load(program("good_guess.py"));
-  EXPECT_TRUE(load.ok()) << load.reason << " -- " << load.detail;
+  EXPECT_TRUE(load.ok()) << call_status_name(load.status) << " -- " << load.detail;
   EXPECT_TRUE(testing::wait_dead(spares[0], 3)) << "the stopped spare was left in the pool";
   kill(spares[0], SIGCONT);
 }
@@ -376,7 +376,7 @@ TEST(PoolDefences, AnAlteredZygoteIsReplacedAndItsLiveChildrenKeepPlaying) {
   EXPECT_NO_THROW(after = world_of(server));
   EXPECT_EQ(after, fresh) << differences(after, fresh);
   CallResult s = live->step("\\boxed{25}");  // served by the old zygote until it is released
-  EXPECT_TRUE(s.ok()) << s.reason << " -- " << s.detail;
+  EXPECT_TRUE(s.ok()) << call_status_name(s.status) << " -- " << s.detail;
 }
 
 TEST(PoolDefences, WhenNoChildCanBeForkedTheProgramGetsAReasonAndTheServerGoesOn) {
@@ -407,7 +407,7 @@ TEST(HostCaps, AForgedOverlongObservationArrivesCut) {
   auto env = server.spawn();
   ASSERT_TRUE(env->load(hostile("forged_long_obs.py")).ok());
   CallResult r = env->reset(0);
-  ASSERT_TRUE(r.ok()) << r.reason << " -- " << r.detail;
+  ASSERT_TRUE(r.ok()) << call_status_name(r.status) << " -- " << r.detail;
   const PyValue& obs = r.value.items().at(0);
   EXPECT_EQ(obs.as_str().size(), static_cast<size_t>(server.options().max_obs_chars));  // 'A' is one byte
   EXPECT_TRUE(obs.cut());

@@ -137,7 +137,7 @@ TEST(Preload, FailedLoadsReportTheSameWithAndWithoutPreloading) {
       CallResult load;
       auto env = server.spawn_loaded(*source, 25, &load);
       preloaded += env->preloaded();
-      EXPECT_EQ(load.reason, "exception") << "preload_spares " << spares << ": " << load.detail;
+      EXPECT_EQ(load.status, CallStatus::kException) << "preload_spares " << spares << ": " << load.detail;
       if (source == &broken) {
         EXPECT_EQ(load.stage, "compile");
         EXPECT_EQ(load.exception_type, "SyntaxError");
@@ -188,11 +188,11 @@ TEST(Preload, AProgramThatHangsWhileLoadingTimesOutFromTheHandOver) {
     wait_for_refill(server, idle_pool(server));
   }
   EXPECT_TRUE(play_once(&load));  // C: preloaded, hanging since its fork
-  EXPECT_EQ(load.reason, "timeout") << load.detail;
+  EXPECT_EQ(load.status, CallStatus::kTimeout) << load.detail;
   EXPECT_GE(load.seconds, 0.9);  // the full deadline, counted from the hand-over
   EXPECT_LT(load.seconds, 3.0);
   EXPECT_FALSE(play_once(&load));  // never preloaded again; loads (and hangs) on the caller's path
-  EXPECT_EQ(load.reason, "timeout") << load.detail;
+  EXPECT_EQ(load.status, CallStatus::kTimeout) << load.detail;
   // The pool still serves a good program afterwards.
   EXPECT_EQ(play(server, stamped_program("Gamma")).name, "Gamma");
 }

@@ -61,11 +61,11 @@ TEST(Sandbox, InfiniteLoopInsideTryExceptTimesOutFast) {
   auto t0 = std::chrono::steady_clock::now();
   CallResult r = env->reset(42);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_EQ(r.reason, "timeout") << r.detail;
+  EXPECT_EQ(r.status, CallStatus::kTimeout) << r.detail;
   EXPECT_GE(took, 1.9);
   EXPECT_LT(took, 4.0);  // the deadline is call_timeout_s = 2 s (fast_options); slack for a loaded box
   EXPECT_FALSE(env->alive());
-  EXPECT_EQ(env->step("x").reason, "timeout");  // a dead instance keeps its reason
+  EXPECT_EQ(env->step("x").status, CallStatus::kTimeout);  // a dead instance keeps its reason
 }
 
 TEST(Sandbox, HugeAllocationIsMemory) {
@@ -73,7 +73,7 @@ TEST(Sandbox, HugeAllocationIsMemory) {
   auto env = shared_server().spawn();
   ASSERT_TRUE(env->load(program("huge_alloc.py")).ok());
   CallResult r = env->reset(42);
-  EXPECT_EQ(r.reason, "memory") << r.detail;
+  EXPECT_EQ(r.status, CallStatus::kMemory) << r.detail;
   EXPECT_EQ(r.exception_type, "MemoryError");
   EXPECT_TRUE(env->alive());  // a MemoryError does not kill the process
 }
@@ -83,7 +83,7 @@ TEST(Sandbox, OsExitInStepIsExited) {
   ASSERT_TRUE(env->load(program("exit_in_step.py")).ok());
   ASSERT_TRUE(env->reset(1).ok());
   CallResult r = env->step("\\boxed{1}");
-  EXPECT_EQ(r.reason, "exited") << r.detail;
+  EXPECT_EQ(r.status, CallStatus::kExited) << r.detail;
   EXPECT_NE(r.detail.find("status 0"), std::string::npos) << r.detail;
   EXPECT_FALSE(env->alive());
 }
@@ -95,7 +95,7 @@ TEST(Sandbox, SignalIsReported) {
   ASSERT_TRUE(env->load("import ctypes\nclass SegvEnv:\n    def reset(self, seed=None):\n"
                         "        ctypes.string_at(0)\n").ok());
   CallResult r = env->reset(0);
-  EXPECT_EQ(r.reason, "signal") << r.detail;
+  EXPECT_EQ(r.status, CallStatus::kSignal) << r.detail;
   EXPECT_NE(r.detail.find("SIGSEGV"), std::string::npos) << r.detail;
 }
 
@@ -107,7 +107,7 @@ TEST(Sandbox, CpuLimitIsSignal) {
   auto env = server.spawn();
   ASSERT_TRUE(env->load("class BurnEnv:\n    def reset(self, seed=None):\n        while True: pass\n").ok());
   CallResult r = env->reset(0);
-  EXPECT_EQ(r.reason, "signal") << r.detail;
+  EXPECT_EQ(r.status, CallStatus::kSignal) << r.detail;
   // SIGXCPU at the soft limit, or (pid 1 of its own namespace ignores SIGXCPU) SIGKILL at the hard one.
   EXPECT_NE(r.detail.find("CPU time limit exceeded"), std::string::npos) << r.detail;
 }
@@ -158,7 +158,7 @@ TEST(Sandbox, ExceptionsAreValuesWithTypeMessageAndTraceback) {
   ASSERT_TRUE(env->load(program("raises_in_step.py")).ok());
   ASSERT_TRUE(env->reset(0).ok());
   CallResult r = env->step("up");
-  EXPECT_EQ(r.reason, "exception");
+  EXPECT_EQ(r.status, CallStatus::kException);
   EXPECT_EQ(r.exception_type, "ValueError");
   EXPECT_EQ(r.message, "bad move up");
   EXPECT_NE(r.traceback.find("raise ValueError"), std::string::npos) << r.traceback;  // linecache has the source
@@ -168,7 +168,7 @@ TEST(Sandbox, ExceptionsAreValuesWithTypeMessageAndTraceback) {
 TEST(Sandbox, SyntaxErrorIsACompileStageException) {
   auto env = shared_server().spawn();
   CallResult r = env->load(program("syntax_error.py"));
-  EXPECT_EQ(r.reason, "exception");
+  EXPECT_EQ(r.status, CallStatus::kException);
   EXPECT_EQ(r.stage, "compile");
   EXPECT_EQ(r.exception_type, "SyntaxError");
   EXPECT_NE(r.detail.find("line 3"), std::string::npos) << r.detail;
@@ -232,7 +232,7 @@ TEST(Sandbox, NoProcessLeftAfterServerDestruction) {
   EXPECT_FALSE(testing::process_exists(zygotes[0])) << "zygote left behind";
   for (pid_t pid : testing::children_of(getpid())) EXPECT_NE(pid, zygotes[0]);
   CallResult late = envs[1]->reset(0);
-  EXPECT_EQ(late.reason, "exited") << late.detail;
+  EXPECT_EQ(late.status, CallStatus::kExited) << late.detail;
   envs.clear();  // releasing through a stopped zygote is harmless
 }
 

@@ -43,9 +43,9 @@ inline nlohmann::json to_json(const PyValue& v) {
 inline nlohmann::json world_of(EnvServer& server) {
   auto env = server.spawn();
   CallResult load = env->load(program("world_probe.py"));
-  if (!load.ok()) return nlohmann::json{{"load_failed", load.reason + ": " + load.detail}};
+  if (!load.ok()) return nlohmann::json{{"load_failed", std::string(call_status_name(load.status)) + ": " + load.detail}};
   CallResult r = env->reset(0, 20.0);
-  if (!r.ok()) return nlohmann::json{{"reset_failed", r.reason + ": " + r.detail}};
+  if (!r.ok()) return nlohmann::json{{"reset_failed", std::string(call_status_name(r.status)) + ": " + r.detail}};
   return to_json(r.value.items()[1]);
 }
 

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "common/atomic_file.h"
+#include "common/error.h"
 #include "envsandbox/sandbox.h"
 #include "rollout/episode.h"
 #include "tests/testing/tiny_policy.h"
@@ -243,4 +244,65 @@ TEST(Episode, WallClockPerPlayEndsASlowEpisode) {
   EXPECT_GE(limited[0].turns, 1);
   EXPECT_LE(limited[0].turns, 4);
   EXPECT_EQ(limited[0].actions.size() + 1, static_cast<size_t>(limited[0].turns));  // the last turn was not stepped
+}
+
+// EpisodeResult::process: the CallStatus of the sandbox call that ended the play, which the trainer
+// reads for the regret_based designer reward's step-timeout penalty (trainer/selfplay.cpp
+// play_outcomes). A step() that sleeps past the sandbox's 0.3 s call deadline ends the play with
+// process kTimeout and failure "timeout"; the wall clock per play ("episode_timeout") is not the
+// environment's fault and leaves it kOk (the previous test's environment); a load that raises is
+// kException ("load_exception").
+TEST(Episode, ProcessStatusNamesTheCallThatEndedThePlay) {
+  fixtures::TinyPolicy p = eos_biased_policy();
+  envsandbox::SandboxOptions so;
+  so.call_timeout_s = 0.3;
+  envsandbox::EnvServer server(so);
+  const std::string hang =
+      "import time\n"
+      "class HangEnv:\n"
+      "    def __init__(self, max_turns=50, **kwargs):\n"
+      "        pass\n"
+      "    def reset(self, seed=None):\n"
+      "        return 'Go.', {}\n"
+      "    def step(self, action):\n"
+      "        time.sleep(5)\n"
+      "        return 'late', 1.0, True, False, {}\n";
+  const std::string slow =
+      "import time\n"
+      "class SlowEnv:\n"
+      "    def __init__(self, max_turns=50, **kwargs):\n"
+      "        pass\n"
+      "    def reset(self, seed=None):\n"
+      "        return 'Wait.', {}\n"
+      "    def step(self, action):\n"
+      "        time.sleep(0.2)\n"
+      "        return 'Still waiting.', 0.0, False, False, {}\n";
+  rollout::EpisodeOptions o = multi_turn_options(1);
+  o.max_turns = 8;
+  o.max_turns_cap = 50;
+  std::vector<rollout::EpisodeSpec> specs = {{"hang", "logic", hang, 0, ""},
+                                             {"raise", "logic", "raise ValueError('no')\n", 0, ""},
+                                             {"slow", "logic", slow, 0, ""}};
+  o.episode_timeout_s = 0.5;
+  auto r = rollout::play_episodes(p.ref(), server, specs, o, 11);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].process, envsandbox::CallStatus::kTimeout) << r[0].failure;
+  EXPECT_EQ(r[0].failure, "timeout");
+  EXPECT_EQ(r[1].process, envsandbox::CallStatus::kException) << r[1].failure;
+  EXPECT_EQ(r[1].failure, "load_exception");
+  EXPECT_EQ(r[2].process, envsandbox::CallStatus::kOk) << r[2].failure;
+  EXPECT_EQ(r[2].failure, "episode_timeout");
+}
+
+// The stable ids written to files and logs (rollouts.h5 role names, metrics, rejected/ reasons) and
+// their parsers: each enum value has one name, and names round-trip.
+TEST(Episode, OutcomeEnumsHaveStableIds) {
+  EXPECT_STREQ(rollout::finish_reason_name(rollout::FinishReason::kStop), "stop");  // OpenAI API values
+  EXPECT_STREQ(rollout::finish_reason_name(rollout::FinishReason::kLength), "length");
+  for (rollout::Role role : {rollout::Role::Agent, rollout::Role::Designer, rollout::Role::Hint})
+    EXPECT_EQ(rollout::parse_role(rollout::role_name(role)), role);
+  EXPECT_STREQ(rollout::role_name(rollout::Role::Designer), "designer");
+  EXPECT_THROW(rollout::parse_role("Agent"), Error);
+  const char* names[] = {"ok", "exception", "memory", "timeout", "exited", "signal", "protocol", "unavailable"};
+  for (int i = 0; i < 8; ++i) EXPECT_STREQ(envsandbox::call_status_name(static_cast<envsandbox::CallStatus>(i)), names[i]);
 }

@@ -16,6 +16,7 @@
 using namespace spade;
 using policy::ModelConfig;
 using policy::Transformer;
+using rollout::FinishReason;
 using rollout::generate;
 using rollout::SamplingParams;
 
@@ -67,7 +68,7 @@ TEST_P(SamplerDraws, GreedyEqualsArgmaxOfFullForward) {
   ASSERT_EQ(res.size(), kPrompts.size());
   for (size_t i = 0; i < kPrompts.size(); ++i) {
     ASSERT_EQ(res[i].tokens.size(), 12u);
-    EXPECT_EQ(res[i].finish_reason, "length");
+    EXPECT_EQ(res[i].finish_reason, FinishReason::kLength);
     auto logits = teacher_forced(m, kPrompts[i], res[i].tokens);
     auto am = logits.argmax(-1);
     for (size_t t = 0; t < res[i].tokens.size(); ++t) EXPECT_EQ(res[i].tokens[t], am[t].item<int64_t>()) << i << "," << t;
@@ -138,10 +139,10 @@ TEST_P(SamplerDraws, StopsOnStopTokenAndKeepsIt) {
   for (size_t i = 0; i < kPrompts.size(); ++i) {
     auto it = std::find(g[i].tokens.begin(), g[i].tokens.end(), stop);
     if (it == g[i].tokens.end()) {
-      EXPECT_EQ(s[i].finish_reason, "length");
+      EXPECT_EQ(s[i].finish_reason, FinishReason::kLength);
       EXPECT_EQ(s[i].tokens, g[i].tokens);
     } else {
-      EXPECT_EQ(s[i].finish_reason, "stop");
+      EXPECT_EQ(s[i].finish_reason, FinishReason::kStop);
       EXPECT_EQ(s[i].tokens, std::vector<int64_t>(g[i].tokens.begin(), it + 1));
       EXPECT_EQ(s[i].tokens.back(), stop);
       EXPECT_EQ(s[i].logprobs.size(), s[i].tokens.size());
@@ -265,7 +266,7 @@ TEST(Sampler, RejectsBadInput) {
   p.max_new_tokens = 0;
   auto r = generate(m, {{1, 2}}, p, 1);
   EXPECT_TRUE(r[0].tokens.empty());
-  EXPECT_EQ(r[0].finish_reason, "length");
+  EXPECT_EQ(r[0].finish_reason, FinishReason::kLength);
 }
 
 // Throughput benchmark (--gtest_also_run_disabled_tests): ~3.4M-parameter model, 16 prompts of 64

@@ -16,6 +16,7 @@
 using namespace spade;
 using policy::ModelConfig;
 using policy::Transformer;
+using rollout::FinishReason;
 using rollout::GenerationResult;
 using rollout::GenerationSession;
 using rollout::SamplingParams;
@@ -105,7 +106,7 @@ TEST_P(SessionTurns, TurnsEqualFullReprefillAndPrefillEachTokenOnce) {
     const size_t before1 = session.tokens(ids[1]).size();
     auto s3 = session.generate(ids, p, 11, 3, {3, 0, 4});
     EXPECT_TRUE(s3[1].tokens.empty());
-    EXPECT_EQ(s3[1].finish_reason, "length");
+    EXPECT_EQ(s3[1].finish_reason, FinishReason::kLength);
     EXPECT_EQ(session.tokens(ids[1]).size(), before1);
     SamplingParams p3 = p, p4 = p;
     p3.max_new_tokens = 3;
@@ -183,7 +184,7 @@ TEST(StopStrings, StopOnDecodedTextAndKeepWholeTokens) {
     EXPECT_EQ(out[i].tokens, std::vector<int64_t>(ref[i].tokens.begin(), ref[i].tokens.begin() + expect)) << i;
     const bool stopped = expect < ref[i].tokens.size() ||
                          detok(ref[i].tokens).find(stop) != std::string::npos;
-    EXPECT_EQ(out[i].finish_reason, stopped ? "stop" : "length") << i;
+    EXPECT_EQ(out[i].finish_reason, stopped ? FinishReason::kStop : FinishReason::kLength) << i;
     EXPECT_EQ(out[i].stop_string, stopped ? stop : "") << i;
   }
   EXPECT_LE(out[1].tokens.size(), 4u);

@@ -26,6 +26,7 @@
 #include "tests/testing/tiny_policy.h"
 
 using namespace spade;
+using rollout::FinishReason;
 
 namespace {
 
@@ -95,7 +96,7 @@ TEST(StopTokens, CompletionsStopAtEitherEosOfTheConfig) {
     prefer(ck.model, eos);
     auto out = rollout::complete_chats(ck.ref(), {{{"user", "Write a game."}}}, greedy(5), 1, 1);
     ASSERT_EQ(out.size(), 1u);
-    EXPECT_EQ(out[0].output.finish_reason, "stop") << eos;
+    EXPECT_EQ(out[0].output.finish_reason, FinishReason::kStop) << eos;
     EXPECT_EQ(out[0].output.tokens, std::vector<int64_t>{eos}) << eos;
     EXPECT_EQ(out[0].text, "") << eos;  // the stop id is not part of the text
   }

@@ -81,8 +81,9 @@ std::string run_yaml(const fs::path& root, const fs::path& seeds) {
          "hint_fraction: 0, reference_fraction: 0, lr: 0.01, warmup_steps: 5}\n"
          "selfplay: {steps: " + std::to_string(kSteps) + ", k: " + std::to_string(kK) +
          ", envs_per_regen: 4, skills_per_regen: 2, plays_per_env: " + std::to_string(kPlays) +
-         ", hint_plays: 2, max_attempts: 1, max_turns: 2, context_tokens: 1536, hint_max_tokens: 8,\n"
-         "  designer: {temperature: 0, max_new_tokens: 160}, agent: {temperature: 2.0, max_new_tokens: 8}}\n"
+         ", hint_plays: 2, max_attempts: 1, max_turns: 2, context_tokens: 1536,\n"
+         "  designer: {temperature: 0, max_new_tokens: 160}, agent: {temperature: 2.0, max_new_tokens: 8},\n"
+         "  hint: {max_new_tokens: 8}}\n"
          "optim: {lr: 0.001}\n"
          "memory: {enabled: false}\n"
          "checkpoint: {every: 1, keep_last: 10}\n";

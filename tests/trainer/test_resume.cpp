@@ -83,8 +83,9 @@ TEST(Resume, KilledMidStepThenResumedEqualsUninterrupted) {
       "warm_start: {max_steps: 40, max_seconds: 1.0e6, batch_tokens: 512, demos_per_env: 2, designer_fraction: 0.2,"
       " hint_fraction: 0, lr: 0.01}\n"
       "selfplay: {steps: 10, k: 3, envs_per_regen: 2, skills_per_regen: 2, plays_per_env: 2, hint_plays: 1,\n"
-      "           max_attempts: 1, max_turns: 2, context_tokens: 1024, hint_max_tokens: 8,\n"
-      "           fill_with_seeds: true, designer: {max_new_tokens: 16}, agent: {max_new_tokens: 12}}\n"
+      "           max_attempts: 1, max_turns: 2, context_tokens: 1024,\n"
+      "           fill_with_seeds: true, designer: {max_new_tokens: 16}, agent: {max_new_tokens: 12},\n"
+      "           hint: {max_new_tokens: 8}}\n"
       "loss: {entropy_coef: 0.01}\n"  // a random policy earns no reward: the entropy bonus moves the weights
       "optim: {lr: 0.001, mini_batches: 2}\n"
       "checkpoint: {every: 2, keep_last: 2}\n";

@@ -31,8 +31,8 @@ inline std::string tiny_run_yaml(const std::string& out_dir, int threads, int ma
          "warm_start: {max_steps: 2, batch_tokens: 1024, demos_per_env: 1}\n"
          "selfplay: {steps: 2, k: 1, envs_per_regen: 2, skills_per_regen: 2, plays_per_env: 2, hint_plays: 1,\n"
          "           max_attempts: " + std::to_string(max_attempts) +
-         ", max_turns: 2, context_tokens: 1536, hint_max_tokens: 8, " + selfplay_extra +
-         "\n           designer: {max_new_tokens: 24}, agent: {max_new_tokens: 6}}\n"
+         ", max_turns: 2, context_tokens: 1536, " + selfplay_extra +
+         "\n           designer: {max_new_tokens: 24}, agent: {max_new_tokens: 6}, hint: {max_new_tokens: 8}}\n"
          "optim: {lr: 0.001}\n"
          "checkpoint: {every: 1, keep_last: 1}\n";
 }
