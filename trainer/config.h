@@ -191,6 +191,18 @@ struct SandboxYaml {
   int max_obs_chars = static_cast<int>(envsandbox::SandboxOptions{}.max_obs_chars);
 };
 
+// In-loop held-out evaluation (trainer/heldout_eval.h; docs/design.md step 5): every `every` self-play
+// steps, before the first step and after the last, rank 0 plays each set's environments `plays` times
+// and logs eval/<set>/success and eval/<set>/<skill>/success with their 95% interval bounds (_low,
+// _high), <set> the folder's name. Off by default (every: 0).
+struct EvalYaml {
+  int every = 0;                   // self-play steps between evaluations; 0 = off
+  std::vector<std::string> sets;   // environment folders (<skill>/<name>.py), e.g. data/heldout_envs
+  int plays = 8;                   // plays per environment, each on its own instance (avg@N)
+  double temperature = 0.6;        // reference §5 sampling temperature; 0 = greedy
+  std::string reset_seeds = "heldout";  // heldout | training (trainer/heldout_eval.h EvalSeeds)
+};
+
 struct MemoryYaml {
   int size = 200;            // FIFO capacity (reference §6)
   int positive_seeds = 2;    // reference environments shown per designer prompt
@@ -237,6 +249,7 @@ struct Config {
   OptimConfig optim;
   SandboxYaml sandbox;
   MemoryYaml memory;
+  EvalYaml eval;
   CheckpointYaml checkpoint;
   DistributedYaml distributed;   // used only when launched with several ranks (trainer/distributed.h)
 };

@@ -127,6 +127,10 @@ void check_cross_keys(const Config& c, const Checker& ck) {
              "loss.tis_low must be < loss.tis_cap (the TIS weight is clamped to [tis_low, tis_cap])");
   ck.require(c.loss.dual_clip_c == 0 || c.loss.dual_clip_c > 1, {{"loss.dual_clip_c", c.loss.dual_clip_c}},
              "loss.dual_clip_c must be 0 (off) or > 1 (dual clip: the loss of a negative advantage is capped at c |A|)");
+  ck.require(c.eval.every == 0 || !c.eval.sets.empty(), {{"eval.every", c.eval.every}},
+             "eval.sets must name at least one environment folder when eval.every > 0");
+  ck.require(c.eval.temperature == 0 || c.eval.temperature >= 1e-5, {{"eval.temperature", c.eval.temperature}},
+             "eval.temperature must be 0 (greedy) or >= 1e-5");
   // The KL penalty is to a frozen reference policy loaded from disk (so a resumed run has the same).
   if (c.loss.kl_coef != 0 && c.loss.kl_reference.empty() && c.model.init_checkpoint.empty())
     throw Error(ck.at("loss.kl_coef") + ": loss.kl_reference must be set (an HF checkpoint directory) when "
@@ -160,6 +164,8 @@ void check_inputs(const Config& c, const std::string& source) {
   if (!c.tokenizer.path.empty())
     require_path(source, "tokenizer.path", c.tokenizer.path, false, "a trained tokenizer.model");
   require_path(source, "seed_envs.dir", c.seed_envs.dir, true, "the seed environments, <skill>/<name>.py");
+  for (const std::string& p : c.eval.sets)
+    require_path(source, "eval.sets", p, true, "an environment set, <skill>/<name>.py");
   if (!c.model.init_checkpoint.empty())
     require_path(source, "model.init_checkpoint", c.model.init_checkpoint + "/config.json", false,
                  "an HF checkpoint directory holds config.json");

@@ -9,6 +9,7 @@
 #include "trainer/autocast.h"
 #include "trainer/device.h"
 #include "trainer/distributed.h"
+#include "trainer/heldout_eval.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/policy_loss.h"
 
@@ -56,6 +57,9 @@ void checkpoint_dtype(const std::string& v, const std::string& key, const std::s
 }
 void distributed_backend(const std::string& v, const std::string& key, const std::string& at) {
   with_parser(key, at, [&] { check_backend_name(v); });
+}
+void eval_seeds(const std::string& v, const std::string& key, const std::string& at) {
+  with_parser(key, at, [&] { parse_eval_seeds(v); });
 }
 void sandbox_namespaces(const std::string& v, const std::string& key, const std::string& at) {
   with_parser(key, at, [&] { envsandbox::check_namespaces_mode(v); });

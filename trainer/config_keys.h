@@ -167,6 +167,11 @@ void visit(C& c, F&& f) {
   f("memory.band_low", c.memory.band_low, probability());
   f("memory.band_high", c.memory.band_high, probability());
   f("memory.enabled", c.memory.enabled, any());
+  f("eval.every", c.eval.every, at_least(0, "0: off"));
+  f("eval.sets", c.eval.sets, any());  // each must be a directory (check_inputs)
+  f("eval.plays", c.eval.plays, at_least(1));
+  f("eval.temperature", c.eval.temperature, at_least(0, "0: greedy"));
+  f("eval.reset_seeds", c.eval.reset_seeds, one_of(e::eval_seeds));
   f("checkpoint.every", c.checkpoint.every, at_least(1, "rollouts"));
   f("checkpoint.keep_last", c.checkpoint.keep_last, at_least(1));
   f("checkpoint.dtype", c.checkpoint.dtype, one_of(e::checkpoint_dtype));

@@ -68,6 +68,14 @@ std::string describe(const RunPlan& p, const Config& c) {
   s += "model: " + p.model_source + ", " + n(p.parameters) + " parameters, vocabulary " + n(p.vocab_size) +
        " (" + p.vocab_source + ")\n";
   s += "train device: " + c.train.device + "\n";
+  if (c.eval.every > 0) {
+    std::string sets;
+    for (const std::string& d : c.eval.sets) sets += (sets.empty() ? "" : ", ") + d;
+    s += "held-out evaluation: before step 1, every " + n(c.eval.every) + " steps and after the last; " +
+         n(c.eval.plays) + " plays per environment of " + sets + "\n";
+  } else {
+    s += "held-out evaluation: off (eval.every: 0)\n";
+  }
   return s;
 }
 

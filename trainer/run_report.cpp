@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/html.h"
 #include "common/strings.h"
+#include "common/stats.h"
 
 namespace spade::trainer {
 namespace {
@@ -133,13 +134,6 @@ RunMetrics load_run_metrics(const std::string& run_dir) {
     }
   }
   return r;
-}
-
-std::pair<double, double> wilson_interval(double k, double n) {
-  if (!(n > 0)) return {0, 0};
-  const double z = 1.959964, p = k / n, d = 1 + z * z / n;
-  const double c = (p + z * z / (2 * n)) / d, h = z * std::sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d;
-  return {std::max(0.0, c - h), std::min(1.0, c + h)};
 }
 
 std::string runs_report_html(const std::vector<RunMetrics>& runs) {

@@ -28,9 +28,6 @@ struct RunMetrics {
 /// line is not a JSON object with a numeric "step".
 RunMetrics load_run_metrics(const std::string& run_dir);
 
-/// The 95% Wilson score interval of `successes` out of `n` (z = 1.959964); (0, 0) when n == 0.
-std::pair<double, double> wilson_interval(double successes, double n);
-
 /// The page comparing `runs` (at least one).
 std::string runs_report_html(const std::vector<RunMetrics>& runs);
 

@@ -1,6 +1,7 @@
 #include "trainer/selfplay.h"
 
 #include <chrono>
+#include <filesystem>
 #include <sstream>
 
 #include "common/error.h"
@@ -108,10 +109,18 @@ SelfPlay::SelfPlay(const Config& config, const RunDir& run, rollout::PolicyRef p
     tb_ = own_tb_.get();
   }
   rollouts_ = std::make_unique<RolloutLog>(run.rollouts_path());
+  if (config.eval.every > 0)
+    for (const std::string& dir : config.eval.sets)
+      eval_sets_.emplace_back(std::filesystem::path(dir).lexically_normal().filename().string(), load_seed_envs(dir));
 }
 
 SelfPlaySummary SelfPlay::run(int64_t first) {
   const auto t0 = Clock::now();
+  if (first == 0 && !eval_sets_.empty()) {  // the held-out baseline before the first self-play step
+    const std::map<std::string, double> m = evaluate_heldout();
+    run_.log_metrics(0, m);
+    tb_->add_scalars(0, m);
+  }
   for (int64_t t = first; t < config_.selfplay.steps; ++t) step(t);
   summary_.seconds += seconds_since(t0);
   return summary_;
@@ -170,7 +179,9 @@ void SelfPlay::step(int64_t t) {
   rec.update = trained.update;
   rec.log_kl = config_.loss.kl_coef != 0.0;
   rec.mfu = trained.mfu;
-  // 6. Log the step record; 7. checkpoint on schedule.
+  // 6. Held-out evaluation on schedule (eval.every, and after the last step).
+  if (config_.eval.every > 0 && ((t + 1) % config_.eval.every == 0 || last)) rec.eval = evaluate_heldout();
+  // 7. Log the step record; 8. checkpoint on schedule.
   rec.episodes = episode_rows(std::move(rows), batch, generation.hinted, rec.step, hashes);
   if (regeneration)
     for (const LiveEnv& env : live_)

@@ -10,8 +10,10 @@
 //   3. play the live environments (rollout side);
 //   4. score the plays: rewards, windows, regret, memory, advantages, filters (selfplay_bookkeeping.h);
 //   5. train the mixed batch (learner side);
-//   6. log one StepRecord (step_record.h): the metrics line, TensorBoard scalars and rollouts.h5 rows;
-//   7. checkpoint on schedule.
+//   6. held-out evaluation on schedule (eval.*, heldout_eval.h; rollout side, rank 0; also once before
+//      the first step);
+//   7. log one StepRecord (step_record.h): the metrics line, TensorBoard scalars and rollouts.h5 rows;
+//   8. checkpoint on schedule.
 #pragma once
 #include <chrono>
 #include <functional>
@@ -103,6 +105,9 @@ class SelfPlay {
                         const std::vector<rollout::DesignAttempt>& attempts);
   /// Hints for the live generation (paper §4.2), saved as envs/<id>.hint.txt.
   void write_hints();
+  /// Held-out evaluation (eval.*) of the current policy on rank 0: eval/<set>/... metrics; empty on the
+  /// other ranks and when eval.every is 0.
+  std::map<std::string, double> evaluate_heldout();
   /// The hinted plays of the live generation, split by environment across ranks.
   std::vector<rollout::EpisodeResult> play_hinted();
   /// Every live environment played plays_per_env times without the hint (split by environment).
@@ -143,6 +148,7 @@ class SelfPlay {
   std::unique_ptr<TbWriter> own_tb_;            // tb_ when none was given
   std::unique_ptr<RolloutLog> rollouts_;        // runs/<name>/rollouts.h5: every episode (rank 0)
   double valid_rate_ = 0;                      // admitted share of the live generation's design round
+  std::vector<std::pair<std::string, std::vector<SeedEnv>>> eval_sets_;  // eval.sets: folder name, games (rank 0)
 };
 
 }  // namespace spade::trainer

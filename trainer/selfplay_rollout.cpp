@@ -4,12 +4,12 @@
 #include <chrono>
 #include <cstdio>
 
-#include "common/fnv1a.h"
-#include "common/splitmix64.h"
 #include "common/strings.h"
 #include "rollout/designer.h"
 #include "rollout/prompts.h"
 #include "trainer/config_bridge.h"
+#include "trainer/heldout_eval.h"
+#include "trainer/reset_seeds.h"
 #include "trainer/run_envs.h"
 #include "trainer/selfplay.h"
 #include "trainer/selfplay_dp.h"
@@ -17,14 +17,6 @@
 namespace spade::trainer {
 
 namespace {
-
-// Reset seeds (reference §5: hinted plays reset with seed hash(path + i) mod 2^31; Python's hash is
-// salted, so we fix our own). The key is the environment's id (its generation, slot and skill), not its
-// file path: a path holds the run or checkout directory, which made a run's outcomes depend on where
-// it was started from. Hash: FNV-1a, then splitmix64 (common/splitmix64.h). FNV-1a alone leaves the low bits
-// poorly mixed (the parity of "path:t:g" alternated with g, and one environment's seeds mod 3 took
-// only two values), which games that pick their instance by seed % n would show as identical plays.
-int64_t reset_seed(const std::string& key) { return static_cast<int64_t>(splitmix64(fnv1a64(key)) % (1ULL << 31)); }
 
 int64_t sampled_tokens(const std::vector<rollout::EpisodeResult>& plays) {
   int64_t n = 0;
@@ -173,7 +165,7 @@ std::vector<rollout::EpisodeResult> SelfPlay::play_hinted() {
   for (const LiveEnv& env : live_) {
     if (env.hint.empty()) continue;  // failed hint: r_hint = 0
     for (int j = 0; j < sp.hint_plays; ++j)
-      hinted.push_back({env.id, env.skill, env.code, reset_seed(env.id + ":hint:" + std::to_string(j)), env.hint});
+      hinted.push_back({env.id, env.skill, env.code, training_reset_seed(env.id + ":hint:" + std::to_string(j)), env.hint});
   }
   const uint64_t seed = rng_();
   // Data parallel: split by environment, then all-gathered.
@@ -187,9 +179,34 @@ std::vector<rollout::EpisodeResult> SelfPlay::play_live(int64_t t) {
   for (const LiveEnv& env : live_)
     for (int g = 0; g < sp.plays_per_env; ++g)
       specs.push_back({env.id, env.skill, env.code,
-                       reset_seed(env.id + ":" + std::to_string(t) + ":" + std::to_string(g)), ""});
+                       training_reset_seed(env.id + ":" + std::to_string(t) + ":" + std::to_string(g)), ""});
   // Data parallel: split by environment, then all-gathered.
   return play_groups_split(*dist_, policy_, server_, specs, sp.plays_per_env, episode_options(config_), rng_());
+}
+
+std::map<std::string, double> SelfPlay::evaluate_heldout() {
+  std::map<std::string, double> metrics;
+  if (!dist_->is_main() || eval_sets_.empty()) return metrics;
+  const auto start = std::chrono::steady_clock::now();
+  EvalOptions o;
+  o.episode = episode_options(config_);
+  o.episode.sampling.temperature = config_.eval.temperature;
+  o.plays = config_.eval.plays;
+  o.seeds = parse_eval_seeds(config_.eval.reset_seeds);
+  o.seed = config_.run.seed;
+  std::string line = "eval:";
+  for (const auto& [name, envs] : eval_sets_) {
+    const SetEval set = evaluate_set(policy_, server_, name, envs, o);
+    const std::map<std::string, double> m = eval_metrics(name, set);
+    metrics.insert(m.begin(), m.end());
+    char part[160];
+    std::snprintf(part, sizeof part, " %s %.3f [%.3f, %.3f]", name.c_str(), set.overall.success, set.overall.low,
+                  set.overall.high);
+    line += part;
+  }
+  metrics["time/eval_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  log_(line);
+  return metrics;
 }
 
 }  // namespace spade::trainer

@@ -88,6 +88,7 @@ std::map<std::string, double> step_metrics(const StepRecord& r) {
   m["episode/turns_mean"] = r.turns_mean;
   m["envs/live"] = d(r.live_envs);
   add_perf(r, m);
+  m.insert(r.eval.begin(), r.eval.end());
   return m;
 }
 

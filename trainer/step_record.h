@@ -58,6 +58,8 @@ struct StepRecord {
   // generation's environments.
   std::vector<EpisodeRow> episodes;
   std::vector<EnvironmentRow> new_environments;
+  // Held-out evaluation on its schedule (eval.*): eval/<set>/... metrics (heldout_eval.h eval_metrics).
+  std::map<std::string, double> eval;
 };
 
 /// The metrics line of `r` (without "step"): docs/design.md's names; regeneration-only, designer-scoring

@@ -1,30 +1,18 @@
-// trainer/run_report.h: the Wilson interval against published values, run directories read back, and
-// the Markdown table. (The page itself is loaded in Chromium by tests/apps/test_report_cli.cpp.)
+// trainer/run_report.h: run directories read back, and the Markdown table (the Wilson interval is
+// tested in tests/common/test_stats.cpp). (The page itself is loaded in Chromium by tests/apps/test_report_cli.cpp.)
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/stats.h"
 #include "trainer/run_report.h"
 
 namespace spade::trainer {
 namespace {
 
 namespace fs = std::filesystem;
-
-TEST(RunReport, WilsonIntervalMatchesNewcombe1998) {
-  // Newcombe, "Two-sided confidence intervals for the single proportion", Stat. Med. 1998, Table I,
-  // method 3 (score interval without continuity correction), to 4 decimals.
-  const std::tuple<int, int, double, double> cases[] = {
-      {81, 263, 0.2553, 0.3662}, {15, 148, 0.0624, 0.1605}, {0, 20, 0.0, 0.1611}, {1, 29, 0.0061, 0.1718}};
-  for (const auto& [k, n, lo, hi] : cases) {
-    const auto [l, h] = wilson_interval(k, n);
-    EXPECT_NEAR(l, lo, 5e-5) << k << "/" << n;
-    EXPECT_NEAR(h, hi, 5e-5) << k << "/" << n;
-  }
-  EXPECT_EQ(wilson_interval(0, 0), std::make_pair(0.0, 0.0));
-}
 
 TEST(RunReport, ReadsARunAndNamesABadLine) {
   const fs::path d = fs::path(SPADE_TEST_TMP) / "run_report" / "games-a";
