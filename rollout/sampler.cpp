@@ -4,69 +4,25 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
-#include <exception>
 #include <optional>
 #include <unordered_set>
 
 #include "common/error.h"
 #include "common/splitmix64.h"
-#include "policy/decode_graph.h"
+#include "rollout/running_batch.h"
 
 namespace spade::rollout {
 
-/// One sequence: its token history and, between turns, the K/V of tokens[0, cached) (batch 1,
-/// compact). While a turn runs, its keys/values live in the running batch's cache instead.
-struct GenerationSession::Sequence {
-  std::vector<int64_t> tokens;
-  int64_t cached = 0;
-  policy::KVCache cache;
-  bool released = false;
-  bool in_turn = false;  // a turn of it is queued or running in the sampler
-  bool broken = false;   // it was in a turn when the sampler threw: its cache is lost (release it)
-};
-
 namespace {
 
-using Sequence = GenerationSession::Sequence;
-
-
-/// xoshiro-free, portable stream: splitmix64 counter mode (same numbers on every platform/libstdc++).
-struct Rng {
-  uint64_t state;
-  double uniform() {  // [0, 1) with 53 random bits
-    state += 0x9E3779B97F4A7C15ull;
-    return static_cast<double>(splitmix64(state) >> 11) * (1.0 / 9007199254740992.0);
-  }
-};
-
-/// One turn of one sequence waiting for a slot: prefill seq's pending tokens, then sample up to cap
-/// tokens from the random stream `stream`. `tag` is the caller's (result index or sequence id).
-struct Request {
-  Sequence* seq;
-  int cap;          // max new tokens, >= 1
-  uint64_t stream;  // seed of the row's random stream (sampling_stream())
-  size_t tag;
-};
-
-/// Called when a request's turn ends, with its result (and, when `keep`, the sequence's K/V parked
-/// back in seq->cache); returns the sequence's next turn, if any, which joins the queue.
-using FinishFn = std::function<std::optional<Request>(const Request&, GenerationResult&&)>;
-
-struct Row {
-  Request req;
-  int64_t reserve;        // tokens reserved under max_tokens_in_flight: KV length at admission + cap
-  int64_t next_position;  // RoPE position of the next token to feed
-  Rng rng;
-  GenerationResult result;
-  bool done = false;      // finished, result handed out; kept in the batch until it is compacted
-};
-
-/// One row's next token and its logprob.
-struct Draw {
-  int64_t token;
-  float logprob;
-};
+using detail::Draw;
+using detail::FinishFn;
+using detail::Request;
+using detail::RequestQueue;
+using detail::Rng;
+using detail::Row;
+using detail::RunningBatch;
+using detail::Sequence;
 
 /// log_softmax(z)[token] for z[V] (policy::token_logprobs' formula: z - max - log(sum(exp(z - max)))).
 float log_softmax_at(const float* z, int64_t V, int64_t token) {
@@ -187,24 +143,19 @@ Draw draw_on_host(const float* logits, int64_t V, const SamplingParams& p, Rng& 
 
 /// Next token and logprob of every row, on the host (CPU logits [B, V] float32): draw_on_host() per
 /// row. No tensor ops: on CPU a step's sampling is a few loops over the vocabulary.
-void choose_on_host(const torch::Tensor& logits, const SamplingParams& params, std::vector<Row>& rows,
-                    std::vector<int64_t>& chosen, std::vector<float>& logprobs) {
+void choose_on_host(const torch::Tensor& logits, const SamplingParams& params, std::vector<Row>& rows) {
   const torch::Tensor l = logits.to(torch::kFloat32).contiguous();
   const int64_t V = l.size(1);
   const float* lp = l.data_ptr<float>();
   std::vector<float> z(V);
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const Draw d = draw_on_host(lp + r * V, V, params, rows[r].rng, z);
-    chosen[r] = d.token;
-    logprobs[r] = d.logprob;
-  }
+  for (size_t r = 0; r < rows.size(); ++r) rows[r].draw = draw_on_host(lp + r * V, V, params, rows[r].rng, z);
 }
 
 /// The same choice as tensor ops on the logits' device (logits [B, V] float32, e.g. CUDA): only the
 /// surviving candidates and the logprobs are copied to the host.
-void choose_on_device(const torch::Tensor& logits, const SamplingParams& params, std::vector<Row>& rows,
-                      std::vector<int64_t>& chosen, std::vector<float>& logprobs) {
+void choose_on_device(const torch::Tensor& logits, const SamplingParams& params, std::vector<Row>& rows) {
   const int64_t B = rows.size(), vocab = logits.size(1);
+  std::vector<int64_t> chosen(B);
   if (params.temperature == 0) {
     auto am = logits.argmax(-1).to(torch::kCPU).contiguous();
     for (int64_t r = 0; r < B; ++r) chosen[r] = am.data_ptr<int64_t>()[r];
@@ -243,8 +194,18 @@ void choose_on_device(const torch::Tensor& logits, const SamplingParams& params,
   const double temperature = params.temperature == 0 ? 1.0 : params.temperature;
   auto chosen_t = torch::tensor(chosen, torch::kLong).to(logits.device());
   auto lp = policy::token_logprobs(logits, chosen_t, temperature).to(torch::kCPU).contiguous();
-  std::copy(lp.data_ptr<float>(), lp.data_ptr<float>() + B, logprobs.begin());
+  for (int64_t r = 0; r < B; ++r) rows[r].draw = {chosen[r], lp.data_ptr<float>()[r]};
 }
+
+}  // namespace
+
+void detail::draw_tokens(const torch::Tensor& logits, const SamplingParams& params, bool on_host,
+                         std::vector<Row>& rows) {
+  if (on_host) choose_on_host(logits, params, rows);
+  else choose_on_device(logits, params, rows);
+}
+
+namespace {
 
 void validate(const SamplingParams& params, int max_batch) {
   if (max_batch < 1) throw spade::Error("generate: max_batch must be >= 1");
@@ -278,307 +239,30 @@ struct EvalModeGuard {
 /// Pending tokens of each sequence are prefilled on top of its cached K/V; sampled tokens are appended
 /// to seq->tokens when `keep` (then finished rows park their real K/V columns back in seq->cache).
 /// A sequence may have at most one request queued or running. Adds every real token fed through the
-/// model to *forwarded; fills *stats when given.
+/// model to *forwarded; fills *stats when given. One iteration is one round (rollout/running_batch.h):
+/// every row in the batch gets one token.
 void run(policy::Transformer& model, const std::vector<Request>& requests, const SamplingParams& params,
          int max_batch, bool keep, int64_t* forwarded, SamplerStats* stats, const FinishFn& finish) {
   validate(params, max_batch);
   SamplerStats local_stats;
   SamplerStats& st = stats ? *stats : local_stats;
   st = SamplerStats{};
-  std::deque<Request> queue;
-  std::vector<Sequence*> entered;  // every sequence queued by this call (in_turn marks the live ones)
-  // If anything throws, the sequences with a turn queued or running have lost their K/V (it lived in
-  // the batch): mark them broken, so that a later turn cannot treat zeros as their history.
-  struct Unwind {
-    std::vector<Sequence*>& entered;
-    int exceptions = std::uncaught_exceptions();
-    ~Unwind() {
-      if (std::uncaught_exceptions() == exceptions) return;
-      for (Sequence* s : entered)
-        if (s->in_turn) {
-          s->in_turn = false;
-          s->broken = true;
-          s->cache.clear();
-          s->cached = 0;
-        }
-    }
-  } unwind{entered};
-  auto enqueue = [&](const Request& q) {
-    if (q.cap < 1) throw spade::Error("generate: a turn needs max_new_tokens >= 1, not " + std::to_string(q.cap));
-    if (q.seq->in_turn)
-      throw spade::Error("generate: sequence " + std::to_string(q.tag) + " already has a turn queued or running");
-    if (static_cast<int64_t>(q.seq->tokens.size()) <= q.seq->cached)
-      throw spade::Error("generate: sequence " + std::to_string(q.tag) + " has no new tokens to condition on");
-    q.seq->in_turn = true;
-    entered.push_back(q.seq);
-    queue.push_back(q);
-  };
-  for (const Request& q : requests) enqueue(q);
+  RequestQueue queue;  // if anything throws, marks the sequences with a turn queued or running broken
+  for (const Request& q : requests) queue.push(q);
   if (queue.empty()) return;
 
   torch::NoGradGuard no_grad;
   EvalModeGuard eval_mode(model);
-  const torch::Device device = model->parameters().front().device();
-  if (params.backend == SamplingParams::Backend::kHost && !device.is_cpu())
-    throw spade::Error("generate: SamplingParams::Backend::kHost needs CPU logits; the model is on " + device.str());
-  const bool host_draw = params.backend == SamplingParams::Backend::kHost ||
-                         (params.backend == SamplingParams::Backend::kAuto && device.is_cpu());
-  const auto i64 = torch::TensorOptions().dtype(torch::kLong);
-  const std::unordered_set<int64_t> stop(params.stop_token_ids.begin(), params.stop_token_ids.end());
-  size_t stop_window = 0;
-  for (const std::string& s : params.stop_strings) stop_window = std::max(stop_window, s.size() + 8);
-  using GraphMode = SamplingParams::DecodeGraphMode;
-  std::unique_ptr<policy::DecodeGraph> graph;  // decode steps through fixed buffers (a CUDA graph)
-  if (params.decode_graph == GraphMode::kOn ||
-      (params.decode_graph == GraphMode::kAuto && policy::DecodeGraph::capturable(*model)))
-    graph = std::make_unique<policy::DecodeGraph>(model);
-
-  std::vector<Row> rows;             // active rows, in batch order
-  policy::KVCache cache;             // [B, kv_heads, S, head_dim] per layer
-  torch::Tensor key_mask;            // [B, S] bool: true = real token
-  bool padded = false;               // key_mask has a false entry (else decode steps need no mask)
-  torch::Tensor next_logits;         // [B, V] float32: logits for each row's next token
-  const int64_t budget = params.max_tokens_in_flight;  // 0 = unlimited
-  // After a forward each row's KV holds next_position real tokens (positions 0 .. next_position - 1).
-  auto record_forward = [&] {
-    int64_t in_flight = 0;
-    for (const Row& row : rows) in_flight += row.next_position;
-    st.peak_tokens_in_flight = std::max(st.peak_tokens_in_flight, in_flight);
-    st.peak_rows = std::max(st.peak_rows, static_cast<int>(rows.size()));
-    st.peak_columns = std::max(st.peak_columns, cache.length());
-  };
-
-  // Drops the padding columns every row has in front if there are at least `min_columns` of them.
-  auto trim_front = [&](int64_t min_columns) {
-    auto any = key_mask.any(0).to(torch::kCPU).contiguous();
-    const bool* a = any.data_ptr<bool>();
-    int64_t common = 0;
-    while (common < any.size(0) && !a[common]) ++common;
-    if (common >= min_columns) {
-      cache.drop_front(common);
-      key_mask = key_mask.narrow(1, common, key_mask.size(1) - common).contiguous();
-    }
-    padded = !key_mask.all().item<bool>();
-  };
-  // Drops every row not in `keep_rows` (ascending) from the batch, and from `also` ([B, ...] on the
-  // device) when given, then trims the padding columns every remaining row has in front.
-  auto compact = [&](const std::vector<int64_t>& keep_rows, torch::Tensor* also) {
-    std::vector<Row> kept;
-    for (int64_t r : keep_rows) kept.push_back(std::move(rows[r]));
-    rows = std::move(kept);
-    if (rows.empty()) {
-      cache.clear();
-      return;
-    }
-    auto sel = torch::tensor(keep_rows, i64).to(device);
-    cache.select_rows(sel);
-    key_mask = key_mask.index_select(0, sel);
-    if (also) *also = also->index_select(0, sel);
-    trim_front(1);
-  };
-
-  while (!queue.empty() || !rows.empty()) {
-    // 1. Admit queued sequences into free slots (within the prefill budget): stack their cached K/V
-    //    right-aligned to the longest, prefill their pending tokens left-padded to the longest (the
-    //    padding sits between history and new tokens; the key mask hides it). A new row that fits in
-    //    the running batch's columns takes a finished row's slot in place (KVCache::write_row: no other
-    //    row is copied); the rest join at the end after aligning the group with the running batch by
-    //    left-padding the shorter. With a budget of tokens in flight, the head of the queue waits (FIFO)
-    //    until the rows' reservations leave room for its own (history + pending + cap); with an empty
-    //    batch it is admitted regardless.
-    std::vector<Request> idx;
-    int64_t H = 0, T = 0;
-    std::vector<int64_t> free_slots;  // finished rows still in the batch
-    for (size_t r = 0; r < rows.size(); ++r)
-      if (rows[r].done) free_slots.push_back(r);
-    const size_t running = rows.size() - free_slots.size();
-    if (!queue.empty() && running < static_cast<size_t>(max_batch)) {
-      int64_t reserved = 0;
-      for (const Row& row : rows) reserved += row.done ? 0 : row.reserve;
-      while (!queue.empty() && running + idx.size() < static_cast<size_t>(max_batch)) {
-        const Request& q = queue.front();
-        const Sequence& s = *q.seq;
-        const int64_t h = std::max(H, s.cached);
-        const int64_t t = std::max<int64_t>(T, s.tokens.size() - s.cached);
-        if (!idx.empty() && static_cast<int64_t>(idx.size() + 1) * (h + t) > params.max_prefill_tokens) break;
-        const int64_t need = static_cast<int64_t>(s.tokens.size()) + q.cap;
-        if (budget > 0 && reserved + need > budget && !(running == 0 && idx.empty())) break;
-        reserved += need;
-        H = h;
-        T = t;
-        idx.push_back(q);
-        queue.pop_front();
-      }
-    }
-    if (!idx.empty()) {
-      const int64_t n = idx.size();
-      auto ids = torch::zeros({n, T}, i64);
-      auto pos = torch::zeros({n, T}, i64);
-      auto mask = torch::zeros({n, H + T}, torch::kBool);
-      std::vector<const policy::KVCache*> parts;
-      for (int64_t r = 0; r < n; ++r) {
-        Sequence& s = *idx[r].seq;
-        const int64_t h = s.cached, L = static_cast<int64_t>(s.tokens.size()) - h, off = T - L;
-        ids[r].narrow(0, off, L).copy_(torch::tensor(std::vector<int64_t>(s.tokens.begin() + h, s.tokens.end()), i64));
-        pos[r].narrow(0, off, L).copy_(torch::arange(h, h + L, i64));
-        mask[r].narrow(0, H - h, h).fill_(true);
-        mask[r].narrow(0, H + off, L).fill_(true);
-        parts.push_back(&s.cache);
-        *forwarded += L;
-      }
-      policy::KVCache fresh = policy::KVCache::stack(parts, H);
-      std::vector<Row> joining;
-      for (const Request& q : idx) {  // the group cache now holds these rows
-        q.seq->cache.clear();
-        q.seq->cached = q.seq->tokens.size();
-        const int64_t len = static_cast<int64_t>(q.seq->tokens.size());
-        joining.push_back(Row{q, len + q.cap, len, Rng{q.stream}, {}});
-      }
-      mask = mask.to(device);
-      auto hidden = model->forward(ids.to(device), pos.to(device), &fresh, mask);
-      auto logits = model->next_token_logits(hidden.select(1, T - 1));  // [n, V]
-      const int64_t P = H + T;
-      if (rows.empty()) {
-        cache = std::move(fresh);
-        key_mask = mask;
-        next_logits = logits;
-        rows = std::move(joining);
-      } else {
-        const int64_t S = cache.length();
-        std::vector<int64_t> rest;  // group rows that join at the end of the batch
-        size_t reused = 0;
-        for (int64_t j = 0; j < n; ++j) {
-          if (P > S || reused == free_slots.size()) {
-            rest.push_back(j);
-            continue;
-          }
-          const int64_t f = free_slots[reused++];
-          cache.write_row(f, fresh, j, S - P);
-          key_mask[f].zero_();
-          key_mask[f].narrow(0, S - P, P).copy_(mask[j]);
-          next_logits[f].copy_(logits[j]);
-          rows[f] = std::move(joining[j]);
-          ++st.reused_slots;
-        }
-        if (!rest.empty()) {
-          if (static_cast<int64_t>(rest.size()) < n) {
-            auto sel = torch::tensor(rest, i64).to(device);
-            fresh.select_rows(sel);
-            mask = mask.index_select(0, sel);
-            logits = logits.index_select(0, sel);
-          }
-          const int64_t m = rest.size();
-          if (S > P) {
-            fresh.left_pad(S - P);
-            mask = torch::cat({torch::zeros({m, S - P}, mask.options()), mask}, 1);
-          } else if (P > S) {
-            cache.left_pad(P - S);
-            key_mask = torch::cat({torch::zeros({key_mask.size(0), P - S}, key_mask.options()), key_mask}, 1);
-          }
-          cache.append_rows(fresh);
-          key_mask = torch::cat({key_mask, mask}, 0);
-          next_logits = torch::cat({next_logits, logits}, 0);
-          for (int64_t j : rest) rows.push_back(std::move(joining[j]));
-        }
-        // Finished rows no new row took: dropped now (with a decode graph kept as in step 3, unless new
-        // rows were appended: the storage is new anyway, and the batch must not exceed max_batch).
-        if (reused < free_slots.size() && (!graph || !rest.empty())) {
-          std::vector<int64_t> live;
-          for (size_t r = 0; r < rows.size(); ++r)
-            if (!rows[r].done) live.push_back(r);
-          compact(live, &next_logits);
-        } else if (reused > 0) {
-          // Rows written in place sit behind padding; when the longest row has left, every row has
-          // padding in front that no compaction trims while the queue keeps the slots busy. Trim it
-          // once it is a quarter of the columns (or 64), so the cache stays within ~4/3 of the longest
-          // row and the copy (and a graph's re-capture) is amortised.
-          trim_front(std::max<int64_t>(64, cache.length() / 4));
-        }
-      }
-      padded = !key_mask.all().item<bool>();
-      ++st.prefills;
-      st.peak_prefill_tokens = std::max(st.peak_prefill_tokens, n * P);
-      record_forward();
-    }
-
-    // 2. Choose the next token of every row (and its logprob): one round.
-    const int64_t B = rows.size();
-    ++st.rounds;
-    std::vector<int64_t> chosen(B);
-    std::vector<float> logprobs(B);
-    if (host_draw) choose_on_host(next_logits, params, rows, chosen, logprobs);
-    else choose_on_device(next_logits, params, rows, chosen, logprobs);
-    auto chosen_t = torch::tensor(chosen, i64).to(device);
-
-    // 3. Record; finish rows that sampled a stop token, spelled a stop string or reached their cap.
-    std::vector<int64_t> keep_rows;  // rows that go on generating
-    for (int64_t r = 0; r < B; ++r) {
-      if (rows[r].done) continue;
-      GenerationResult& res = rows[r].result;
-      res.tokens.push_back(chosen[r]);
-      res.logprobs.push_back(logprobs[r]);
-      if (keep) rows[r].req.seq->tokens.push_back(chosen[r]);
-      bool stopped = stop.count(chosen[r]) > 0;
-      if (!stopped && stop_window > 0) {
-        const size_t w = std::min(stop_window, res.tokens.size());
-        const std::string text = params.detokenize(std::vector<int64_t>(res.tokens.end() - w, res.tokens.end()));
-        for (const std::string& s : params.stop_strings)
-          if (text.find(s) != std::string::npos) {
-            stopped = true;
-            res.stop_string = s;
-            break;
-          }
-      }
-      if (!stopped && static_cast<int>(res.tokens.size()) < rows[r].req.cap) {
-        keep_rows.push_back(r);
-        continue;
-      }
-      res.finish_reason = stopped ? FinishReason::kStop : FinishReason::kLength;
-      if (keep) {  // park the row's real K/V columns (all its tokens but the last, not yet fed)
-        Sequence& s = *rows[r].req.seq;
-        auto cols = key_mask[r].nonzero().view({-1});
-        s.cache = cache.gather_row(r, cols);
-        s.cached = cols.size(0);
-        if (s.cached != static_cast<int64_t>(s.tokens.size()) - 1)
-          throw spade::Error("generate: internal error: cached " + std::to_string(s.cached) + " of " +
-                             std::to_string(s.tokens.size()) + " tokens");
-      }
-      rows[r].done = true;
-      rows[r].req.seq->in_turn = false;
-      std::optional<Request> next = finish(rows[r].req, std::move(rows[r].result));
-      if (next) enqueue(*next);
-    }
-    // Compaction drops finished rows. It copies every remaining row and replaces the cache's storage
-    // (which a decode graph must then capture anew, ~ a few eager steps' time). So when the queue has
-    // a sequence waiting, finished rows stay for one step (decoded and ignored: rows do not interact)
-    // and step 1 writes the new rows into their slots in place. With a graph they also stay until a
-    // quarter of the batch has finished. Without either, with a budget of tokens in flight (whose
-    // accounting assumes a finished row holds no KV), or when no row is left, they go at once.
-    const int64_t finished = B - static_cast<int64_t>(keep_rows.size());
-    const bool refill = !queue.empty() && budget == 0;
-    if (finished > 0 && (keep_rows.empty() || (!refill && (!graph || 4 * finished >= B || budget > 0)))) {
-      compact(keep_rows, &chosen_t);
-      if (rows.empty()) continue;
-    }
-
-    // 4. Decode one step for the remaining rows.
-    const int64_t Bk = rows.size();
-    std::vector<int64_t> positions(Bk);
-    for (int64_t r = 0; r < Bk; ++r) positions[r] = rows[r].next_position++;
-    key_mask = torch::cat({key_mask, torch::ones({Bk, 1}, key_mask.options())}, 1);
-    // Without padding a one-token step needs no mask (it may attend to every cached slot).
-    auto step_ids = chosen_t.view({Bk, 1});
-    auto step_pos = torch::tensor(positions, i64).to(device).view({Bk, 1});
-    const torch::Tensor step_mask = padded ? key_mask : torch::Tensor();
-    if (graph) {
-      next_logits = graph->step(step_ids, step_pos, cache, step_mask);  // overwritten by the next step
-    } else {
-      auto hidden = model->forward(step_ids, step_pos, &cache, step_mask);
-      next_logits = model->next_token_logits(hidden.select(1, 0));
-    }
-    for (const Row& row : rows) *forwarded += row.done ? 0 : 1;  // deferred finished rows are not real tokens
-    ++st.decode_steps;
-    record_forward();
+  RunningBatch batch(model, params, keep, forwarded, st);
+  while (!queue.empty() || !batch.empty()) {
+    // Schedule: the head of the queue that fits the free rows and the budgets, prefilled together.
+    const std::vector<Request> group = queue.admit(batch.running(), batch.reserved(), max_batch, params);
+    if (!group.empty()) batch.prefill(group);
+    // Every row's next token; record them, finish rows (their next turns join the queue), drop them.
+    batch.choose();
+    batch.update(queue, finish);
+    // One decode step for the rows left.
+    if (!batch.empty()) batch.decode();
   }
 }
 
