@@ -105,6 +105,12 @@ struct SelfPlayConfig {
   int max_batch = rollout::episode_defaults::kMaxBatch;  // sequences decoded together
   int max_tokens_in_flight = 0;    // KV tokens the sampler's running batch may reserve (each row: its
                                    // history + max new tokens); 0 = unlimited (SamplingParams::max_tokens_in_flight)
+  // selfplay: the designer writes each generation (SPADE). fixed_pool: each generation is
+  // envs_per_regen programs drawn from pool_dir (the Fixed-env GRPO / static-pool baseline of SPADE
+  // §7, Table 3): no designer call, no hints, no hinted plays, no designer update (trainer/env_pool.h).
+  std::string mode = "selfplay";   // selfplay | fixed_pool
+  std::string pool_dir;            // fixed_pool: <skill>/<name>.py folder; "" = seed_envs.dir
+  bool pool_replacement = false;   // fixed_pool: draws with replacement (else distinct within a generation)
   bool fill_with_seeds = false;    // slots the designer failed to fill get a seed environment of the
                                    // slot's skill (a fixed-pool fallback; no designer sample is trained)
 };

@@ -164,6 +164,8 @@ void check_inputs(const Config& c, const std::string& source) {
   if (!c.tokenizer.path.empty())
     require_path(source, "tokenizer.path", c.tokenizer.path, false, "a trained tokenizer.model");
   require_path(source, "seed_envs.dir", c.seed_envs.dir, true, "the seed environments, <skill>/<name>.py");
+  if (!c.selfplay.pool_dir.empty())
+    require_path(source, "selfplay.pool_dir", c.selfplay.pool_dir, true, "a fixed pool, <skill>/<name>.py");
   for (const std::string& p : c.eval.sets)
     require_path(source, "eval.sets", p, true, "an environment set, <skill>/<name>.py");
   if (!c.model.init_checkpoint.empty())

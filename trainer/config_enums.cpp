@@ -9,6 +9,7 @@
 #include "trainer/autocast.h"
 #include "trainer/device.h"
 #include "trainer/distributed.h"
+#include "trainer/env_pool.h"
 #include "trainer/heldout_eval.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/policy_loss.h"
@@ -57,6 +58,9 @@ void checkpoint_dtype(const std::string& v, const std::string& key, const std::s
 }
 void distributed_backend(const std::string& v, const std::string& key, const std::string& at) {
   with_parser(key, at, [&] { check_backend_name(v); });
+}
+void selfplay_mode(const std::string& v, const std::string& key, const std::string& at) {
+  with_parser(key, at, [&] { parse_selfplay_mode(v); });
 }
 void eval_seeds(const std::string& v, const std::string& key, const std::string& at) {
   with_parser(key, at, [&] { parse_eval_seeds(v); });

@@ -96,6 +96,9 @@ void visit(C& c, F&& f) {
   f("selfplay.context_tokens", c.selfplay.context_tokens, at_least(1));
   f("selfplay.max_batch", c.selfplay.max_batch, at_least(1));
   f("selfplay.max_tokens_in_flight", c.selfplay.max_tokens_in_flight, at_least(0, "0: unlimited"));
+  f("selfplay.mode", c.selfplay.mode, one_of(e::selfplay_mode));
+  f("selfplay.pool_dir", c.selfplay.pool_dir, any());  // a directory when set (check_inputs)
+  f("selfplay.pool_replacement", c.selfplay.pool_replacement, any());
   f("selfplay.fill_with_seeds", c.selfplay.fill_with_seeds, any());
   for (auto [name, s] : {std::pair{"designer", &c.selfplay.designer}, std::pair{"agent", &c.selfplay.agent},
                          std::pair{"hint", &c.selfplay.hint}}) {

@@ -68,6 +68,11 @@ std::string describe(const RunPlan& p, const Config& c) {
   s += "model: " + p.model_source + ", " + n(p.parameters) + " parameters, vocabulary " + n(p.vocab_size) +
        " (" + p.vocab_source + ")\n";
   s += "train device: " + c.train.device + "\n";
+  if (c.selfplay.mode == "fixed_pool")
+    s += "mode: fixed_pool: each generation draws " + n(c.selfplay.envs_per_regen) + " programs " +
+         (c.selfplay.pool_replacement ? "with" : "without") + " replacement from " +
+         (c.selfplay.pool_dir.empty() ? c.seed_envs.dir : c.selfplay.pool_dir) +
+         "; no designer, hints or hinted plays\n";
   if (c.eval.every > 0) {
     std::string sets;
     for (const std::string& d : c.eval.sets) sets += (sets.empty() ? "" : ", ") + d;

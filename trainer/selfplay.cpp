@@ -102,6 +102,9 @@ SelfPlay::SelfPlay(const Config& config, const RunDir& run, rollout::PolicyRef p
       skill_ema_(reward::LearningPotentialConfig{config.reward.ema_fast, config.reward.ema_slow}),
       rng_(config.run.seed) {
   memory_.load(run.memory_path());
+  mode_ = parse_selfplay_mode(config.selfplay.mode);
+  if (mode_ == SelfPlayMode::kFixedPool)
+    pool_ = config.selfplay.pool_dir.empty() ? seeds : load_seed_envs(config.selfplay.pool_dir);
   if (!dist_->is_main()) return;  // only rank 0 writes files
   tb_ = tb;
   if (!tb_) {
@@ -213,7 +216,7 @@ AgentScores SelfPlay::score_plays(int64_t t, bool regeneration, std::vector<roll
     plays[i].sample.advantage = scores.advantages[i];
     plays[i].sample.rollout_id = t + 1;
   }
-  if (regeneration) {  // hint regret and memory records from this step's plays (reference §5, §6)
+  if (regeneration && mode_ == SelfPlayMode::kSelfPlay) {  // hint regret and memory records (reference §5, §6)
     close_regret(live_, memory_, t + 1);
     if (dist_->is_main()) memory_.save(run_.memory_path());
   }

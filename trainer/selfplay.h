@@ -33,6 +33,7 @@
 #include "trainer/corpus.h"
 #include "trainer/distributed.h"
 #include "trainer/env_memory.h"
+#include "trainer/env_pool.h"
 #include "trainer/grpo_update.h"
 #include "trainer/run_dir.h"
 #include "trainer/seed_envs.h"
@@ -51,8 +52,9 @@ std::vector<PlayOutcome> play_outcomes(const std::vector<rollout::EpisodeResult>
 
 class SelfPlay {
  public:
-  /// `seeds` are used only when selfplay.fill_with_seeds is set. All references (and `dist`, when
-  /// given) must outlive this. `dist`: this rank's data-parallel context; null = a single process.
+  /// `seeds` are used only when selfplay.fill_with_seeds is set, or as the pool of selfplay.mode
+  /// fixed_pool when selfplay.pool_dir is empty. All references (and `dist`, when given) must outlive
+  /// this. `dist`: this rank's data-parallel context; null = a single process.
   /// Every rank must hold the same weights and optimizer state (train.cpp broadcasts rank 0's).
   /// `kl_reference`: the frozen reference policy, required when loss.kl_coef != 0 (else unused).
   /// `tb`: the run's TensorBoard writer (rank 0; outlives this); null: one is opened in run.tb_dir().
@@ -96,6 +98,9 @@ class SelfPlay {
   /// Every rank: a new generation (designer, gates, seed fill-ins), its hints and hinted plays (r_hint),
   /// the work split across ranks (selfplay_dp.h); rank 0's generation is the authority; files by rank 0.
   Generation new_generation(int64_t t);
+  /// selfplay.mode fixed_pool: a generation of envs_per_regen programs drawn from pool_ (env_pool.h);
+  /// no designer, hints or hinted plays.
+  Generation pool_generation(int64_t t);
   /// The designer's attempts for the slots of `slot_skills` (fresh corpus document per attempt).
   std::vector<rollout::DesignAttempt> design(int64_t t, const std::vector<std::string>& slot_skills);
   /// Saves every attempt (envs/ or rejected/), admits the valid ones into live_ (their designer samples
@@ -149,6 +154,8 @@ class SelfPlay {
   std::unique_ptr<RolloutLog> rollouts_;        // runs/<name>/rollouts.h5: every episode (rank 0)
   double valid_rate_ = 0;                      // admitted share of the live generation's design round
   std::vector<std::pair<std::string, std::vector<SeedEnv>>> eval_sets_;  // eval.sets: folder name, games (rank 0)
+  SelfPlayMode mode_ = SelfPlayMode::kSelfPlay;  // selfplay.mode
+  std::vector<SeedEnv> pool_;                   // fixed_pool: selfplay.pool_dir (else the seeds)
 };
 
 }  // namespace spade::trainer

@@ -27,6 +27,7 @@ int64_t sampled_tokens(const std::vector<rollout::EpisodeResult>& plays) {
 }  // namespace
 
 SelfPlay::Generation SelfPlay::new_generation(int64_t t) {
+  if (mode_ == SelfPlayMode::kFixedPool) return pool_generation(t);
   const SelfPlayConfig& sp = config_.selfplay;
   const auto start = std::chrono::steady_clock::now();
   live_.clear();  // each generation lives exactly k steps (reference §1)
@@ -46,6 +47,32 @@ SelfPlay::Generation SelfPlay::new_generation(int64_t t) {
   g.hinted = play_hinted();  // every rank: r_hint of the new generation
   g.record.hint_reward = record_hinted(live_, play_outcomes(g.hinted), summary_);
   g.record.regen_tokens += sampled_tokens(g.hinted);
+  g.record.regen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return g;
+}
+
+SelfPlay::Generation SelfPlay::pool_generation(int64_t t) {
+  const auto start = std::chrono::steady_clock::now();
+  live_.clear();
+  const std::vector<size_t> picks =
+      draw_pool(pool_.size(), config_.selfplay.envs_per_regen, config_.selfplay.pool_replacement, rng_);
+  char name[160];
+  for (size_t slot = 0; slot < picks.size(); ++slot) {
+    const SeedEnv& e = pool_[picks[slot]];
+    std::snprintf(name, sizeof name, "pool_%05lld_%03zu_%s_%s", static_cast<long long>(t + 1), slot, e.skill.c_str(),
+                  e.name.c_str());
+    LiveEnv env;
+    env.id = name;
+    env.skill = e.skill;
+    env.code = e.code;
+    env.path = e.path;
+    env.born = t + 1;
+    env.from_seed = true;
+    live_.push_back(std::move(env));
+  }
+  if (dist_->active()) restore(broadcast_state(*dist_, snapshot(t)));  // rank 0's draw is the authority
+  Generation g;
+  g.record.from_seeds = static_cast<int64_t>(live_.size());
   g.record.regen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return g;
 }

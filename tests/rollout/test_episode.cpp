@@ -207,6 +207,18 @@ TEST(Episode, EpisodesAdvanceIndependentlyAndSampleTheSameAtAnyBatch) {
   EXPECT_LT(wide.rounds, lockstep) << "the turns of this seed differ in length, so lockstep would wait";
 }
 
+// An environment whose every step takes 0.2 s and never ends.
+const char* const kSlowEnv =
+    "import time\n"
+    "class SlowEnv:\n"
+    "    def __init__(self, max_turns=50, **kwargs):\n"
+    "        pass\n"
+    "    def reset(self, seed=None):\n"
+    "        return 'Wait.', {}\n"
+    "    def step(self, action):\n"
+    "        time.sleep(0.2)\n"
+    "        return 'Still waiting.', 0.0, False, False, {}\n";
+
 // EpisodeOptions::episode_timeout_s: a play's wall clock from its reset. An environment whose every
 // step takes 0.2 s and never ends, played by the EOS-biased policy (so turns end and steps happen):
 // with a 0.5 s limit the play ends before its 4th step at the latest (3 x 0.2 s > 0.5 s), truncated,
@@ -214,20 +226,10 @@ TEST(Episode, EpisodesAdvanceIndependentlyAndSampleTheSameAtAnyBatch) {
 TEST(Episode, WallClockPerPlayEndsASlowEpisode) {
   fixtures::TinyPolicy p = eos_biased_policy();
   envsandbox::EnvServer server;
-  const std::string slow =
-      "import time\n"
-      "class SlowEnv:\n"
-      "    def __init__(self, max_turns=50, **kwargs):\n"
-      "        pass\n"
-      "    def reset(self, seed=None):\n"
-      "        return 'Wait.', {}\n"
-      "    def step(self, action):\n"
-      "        time.sleep(0.2)\n"
-      "        return 'Still waiting.', 0.0, False, False, {}\n";
   rollout::EpisodeOptions o = multi_turn_options(1);
   o.max_turns = 8;
   o.max_turns_cap = 50;
-  std::vector<rollout::EpisodeSpec> specs = {{"slow", "logic", slow, 0, ""}};
+  std::vector<rollout::EpisodeSpec> specs = {{"slow", "logic", kSlowEnv, 0, ""}};
   auto unlimited = rollout::play_episodes(p.ref(), server, specs, o, 11);
   ASSERT_EQ(unlimited.size(), 1u);
   EXPECT_EQ(unlimited[0].failure, "");
@@ -267,22 +269,12 @@ TEST(Episode, ProcessStatusNamesTheCallThatEndedThePlay) {
       "    def step(self, action):\n"
       "        time.sleep(5)\n"
       "        return 'late', 1.0, True, False, {}\n";
-  const std::string slow =
-      "import time\n"
-      "class SlowEnv:\n"
-      "    def __init__(self, max_turns=50, **kwargs):\n"
-      "        pass\n"
-      "    def reset(self, seed=None):\n"
-      "        return 'Wait.', {}\n"
-      "    def step(self, action):\n"
-      "        time.sleep(0.2)\n"
-      "        return 'Still waiting.', 0.0, False, False, {}\n";
   rollout::EpisodeOptions o = multi_turn_options(1);
   o.max_turns = 8;
   o.max_turns_cap = 50;
   std::vector<rollout::EpisodeSpec> specs = {{"hang", "logic", hang, 0, ""},
                                              {"raise", "logic", "raise ValueError('no')\n", 0, ""},
-                                             {"slow", "logic", slow, 0, ""}};
+                                             {"slow", "logic", kSlowEnv, 0, ""}};
   o.episode_timeout_s = 0.5;
   auto r = rollout::play_episodes(p.ref(), server, specs, o, 11);
   ASSERT_EQ(r.size(), 3u);
