@@ -25,12 +25,17 @@ const Skill& find_skill(const std::string& key) {
   throw Error("unknown skill '" + key + "' (valid: " + valid + ")");
 }
 
-std::vector<int> active_skills(int64_t t, int k, int count) {
-  const int n = static_cast<int>(game_skills().size());
+int skill_index(const std::string& key) { return static_cast<int>(&find_skill(key) - game_skills().data()); }
+
+std::vector<int> active_skills(int64_t t, int k, int count, const std::vector<int>& enabled) {
+  std::vector<int> pool = enabled;
+  if (pool.empty())
+    for (int i = 0; i < static_cast<int>(game_skills().size()); ++i) pool.push_back(i);
+  const int n = static_cast<int>(pool.size());
   const int64_t epoch = t / k;
   const int start = static_cast<int>((3 * epoch) % n);
   std::vector<int> out;
-  for (int i = 0; i < count && i < n; ++i) out.push_back((start + i) % n);
+  for (int i = 0; i < count && i < n; ++i) out.push_back(pool[(start + i) % n]);
   return out;
 }
 

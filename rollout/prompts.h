@@ -19,10 +19,14 @@ const std::vector<Skill>& game_skills();
 
 /// Finds a skill by slug or display name; throws spade::Error listing the valid names.
 const Skill& find_skill(const std::string& slug_or_name);
+/// The index in game_skills() of find_skill(slug_or_name); throws as find_skill.
+int skill_index(const std::string& slug_or_name);
 
 /// Active skills at rollout t (reference §1): epoch = floor(t/k), start = (3*epoch) mod 6,
-/// window of `count` consecutive skills (wrapping). Returns indices into game_skills().
-std::vector<int> active_skills(int64_t t, int k, int count);
+/// window of `count` consecutive skills (wrapping). Returns indices into game_skills(). With
+/// `enabled` (indices into game_skills(), e.g. a two-skill run, SPADE §7) the rotation runs over that
+/// list instead: start = (3*epoch) mod enabled.size(); empty = all six.
+std::vector<int> active_skills(int64_t t, int k, int count, const std::vector<int>& enabled = {});
 
 /// System prompts of the two roles.
 std::string designer_system_prompt();

@@ -94,6 +94,7 @@ struct SelfPlayConfig {
   int k = 4;                       // regenerate every k steps; designer update delayed by k
   int envs_per_regen = 24;         // environments per regeneration
   int skills_per_regen = 3;        // active skills (3 of 6, rotating)
+  std::vector<std::string> skills; // skill slugs the rotation runs over (e.g. a two-skill run); empty = all six
   int plays_per_env = 8;           // no-hint plays per environment per step (G)
   int hint_plays = 16;             // hinted plays per environment at regeneration
   int max_attempts = 5;            // designer generation attempts per environment (reference §4)

@@ -3,10 +3,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <type_traits>
 #include <vector>
 
 #include "common/error.h"
+#include "rollout/prompts.h"
 #include "trainer/config_keys.h"
 
 namespace spade::trainer {
@@ -127,6 +129,20 @@ void check_cross_keys(const Config& c, const Checker& ck) {
              "loss.tis_low must be < loss.tis_cap (the TIS weight is clamped to [tis_low, tis_cap])");
   ck.require(c.loss.dual_clip_c == 0 || c.loss.dual_clip_c > 1, {{"loss.dual_clip_c", c.loss.dual_clip_c}},
              "loss.dual_clip_c must be 0 (off) or > 1 (dual clip: the loss of a negative advantage is capped at c |A|)");
+  std::set<std::string> listed;
+  for (const std::string& s : sp.skills) {
+    try {
+      rollout::find_skill(s);
+    } catch (const Error& e) {
+      throw Error(ck.at("selfplay.skills") + ": selfplay.skills: " + e.what());
+    }
+    if (!listed.insert(rollout::find_skill(s).slug).second)
+      throw Error(ck.at("selfplay.skills") + ": selfplay.skills lists '" + s + "' twice");
+  }
+  ck.require(sp.skills.empty() || static_cast<int>(sp.skills.size()) >= sp.skills_per_regen,
+             {{"selfplay.skills_per_regen", sp.skills_per_regen}},
+             "selfplay.skills must list at least selfplay.skills_per_regen skills (" + std::to_string(sp.skills.size()) +
+                 " listed)");
   ck.require(c.eval.every == 0 || !c.eval.sets.empty(), {{"eval.every", c.eval.every}},
              "eval.sets must name at least one environment folder when eval.every > 0");
   ck.require(c.eval.temperature == 0 || c.eval.temperature >= 1e-5, {{"eval.temperature", c.eval.temperature}},

@@ -89,6 +89,7 @@ void visit(C& c, F&& f) {
   f("selfplay.k", c.selfplay.k, at_least(1));
   f("selfplay.envs_per_regen", c.selfplay.envs_per_regen, at_least(1));
   f("selfplay.skills_per_regen", c.selfplay.skills_per_regen, in(1, 6, "of the 6 skills"));
+  f("selfplay.skills", c.selfplay.skills, any());  // each a skill slug; at least skills_per_regen (config_checks)
   f("selfplay.plays_per_env", c.selfplay.plays_per_env, at_least(1));
   f("selfplay.hint_plays", c.selfplay.hint_plays, at_least(0));
   f("selfplay.max_attempts", c.selfplay.max_attempts, at_least(1));

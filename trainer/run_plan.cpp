@@ -55,20 +55,23 @@ std::string describe(const RunPlan& p, const Config& c) {
                              : "") + "\n";
   s += "self-play steps: " + n(p.steps) + " (regenerate every k = " + n(sp.k) + ": " + n(p.regenerations) +
        " regenerations)\n";
-  s += "environments per regeneration: " + n(p.envs_per_regen) + " over " + n(sp.skills_per_regen) +
-       " active skills\n";
+  const bool pool = sp.mode == "fixed_pool";
+  s += "environments per regeneration: " + n(p.envs_per_regen) +
+       (pool ? " drawn from the pool\n" : " over " + n(sp.skills_per_regen) + " active skills\n");
   s += "plays per step: " + n(p.plays_per_step) + " (" + n(p.envs_per_regen) + " environments x " +
        n(sp.plays_per_env) + " plays)\n";
-  s += "hinted plays per regeneration: " + n(p.hint_plays_per_regen) + " (" + n(p.envs_per_regen) + " x " +
-       n(sp.hint_plays) + ")\n";
+  if (!pool)
+    s += "hinted plays per regeneration: " + n(p.hint_plays_per_regen) + " (" + n(p.envs_per_regen) + " x " +
+         n(sp.hint_plays) + ")\n";
   s += "agent tokens per step: at most " + n(p.agent_tokens_per_step) + " (" + n(p.plays_per_step) + " plays x " +
        n(sp.context_tokens) + " context tokens)\n";
-  s += "designer tokens per regeneration: at most " + n(p.designer_tokens_per_regen) + " (" +
-       n(p.envs_per_regen) + " x " + n(sp.max_attempts) + " attempts x " + n(sp.designer.max_new_tokens) + ")\n";
+  if (!pool)
+    s += "designer tokens per regeneration: at most " + n(p.designer_tokens_per_regen) + " (" +
+         n(p.envs_per_regen) + " x " + n(sp.max_attempts) + " attempts x " + n(sp.designer.max_new_tokens) + ")\n";
   s += "model: " + p.model_source + ", " + n(p.parameters) + " parameters, vocabulary " + n(p.vocab_size) +
        " (" + p.vocab_source + ")\n";
   s += "train device: " + c.train.device + "\n";
-  if (c.selfplay.mode == "fixed_pool")
+  if (pool)
     s += "mode: fixed_pool: each generation draws " + n(c.selfplay.envs_per_regen) + " programs " +
          (c.selfplay.pool_replacement ? "with" : "without") + " replacement from " +
          (c.selfplay.pool_dir.empty() ? c.seed_envs.dir : c.selfplay.pool_dir) +

@@ -161,7 +161,7 @@ void SelfPlay::step(int64_t t) {
   record_agent_scores(scores, rec);
   rec.valid_rate = valid_rate_;
   rec.regret = mean_regret(live_);
-  rec.window_blend = window_blend(live_, blend_config(config_.reward));
+  if (mode_ == SelfPlayMode::kSelfPlay) rec.window_blend = window_blend(live_, blend_config(config_.reward));
   rec.live_envs = static_cast<int64_t>(live_.size());
   if (last && !designer_buffer_.empty()) {
     DesignerBatch flushed = close_designer_window();

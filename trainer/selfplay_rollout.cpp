@@ -32,7 +32,9 @@ SelfPlay::Generation SelfPlay::new_generation(int64_t t) {
   const auto start = std::chrono::steady_clock::now();
   live_.clear();  // each generation lives exactly k steps (reference §1)
   // Skills rotate (reference §1); environment i gets skills[i mod n].
-  const std::vector<int> skills = rollout::active_skills(t, sp.k, sp.skills_per_regen);
+  std::vector<int> enabled;
+  for (const std::string& slug : sp.skills) enabled.push_back(rollout::skill_index(slug));
+  const std::vector<int> skills = rollout::active_skills(t, sp.k, sp.skills_per_regen, enabled);
   std::vector<std::string> slot_skills;
   for (int i = 0; i < sp.envs_per_regen; ++i)
     slot_skills.push_back(rollout::game_skills()[skills[i % skills.size()]].slug);

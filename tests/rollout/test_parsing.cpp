@@ -51,6 +51,11 @@ TEST(Skills, RotationFollowsReference) {
   EXPECT_EQ(active_skills(4, 4, 3), (std::vector<int>{3, 4, 5}));
   EXPECT_EQ(active_skills(8, 4, 3), (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(active_skills(4, 4, 6), (std::vector<int>{3, 4, 5, 0, 1, 2}));
+  // A two-skill run (selfplay.skills: [math, causal] = indices 0 and 5): both every generation, the
+  // window starting at (3*epoch) mod 2; a three-skill list with a window of 2 moves by 3 mod 3 = 0.
+  EXPECT_EQ(active_skills(0, 4, 2, {0, 5}), (std::vector<int>{0, 5}));
+  EXPECT_EQ(active_skills(4, 4, 2, {0, 5}), (std::vector<int>{5, 0}));
+  EXPECT_EQ(active_skills(4, 4, 2, {1, 2, 4}), (std::vector<int>{1, 2}));
   EXPECT_EQ(find_skill("Causal Inference").slug, "causal");
   EXPECT_THROW(find_skill("astrology"), spade::Error);
 }

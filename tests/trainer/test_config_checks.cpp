@@ -63,7 +63,8 @@ TEST(ConfigChecks, EveryEnumKeyRejectsAnUnknownName) {
       {"reward.designer_reward", "solve_rate"}, {"loss.agg_mode", "dr_grpo"},
       {"loss.tis_level", "geometric"},      {"loss.kl_type", "low_var_kl"},
       {"optim.lr_schedule", "cosine"},      {"checkpoint.dtype", "bf16"},
-      {"distributed.backend", "nccl"},      {"sandbox.namespaces", "require"}};
+      {"distributed.backend", "nccl"},      {"sandbox.namespaces", "require"},
+      {"selfplay.mode", "fixed_pool"},      {"eval.reset_seeds", "training"}};
   for (const auto& [key, allowed] : keys) {
     const std::string e = error_of("", {key + "=bogus_name"});
     EXPECT_TRUE(has(e, "--set " + key + "=bogus_name: " + key)) << key << ": " << e;
@@ -151,6 +152,19 @@ TEST(ConfigChecks, CrossKeyConstraintsNameEveryKeyInvolved) {
   EXPECT_TRUE(has(e, "reward.plateau_low must be <= reward.plateau_high")) << e;
   e = error_of("", {"loss.kl_coef=0.005"});
   EXPECT_TRUE(has(e, "--set loss.kl_coef=0.005: loss.kl_reference must be set")) << e;
+  // selfplay.skills: known slugs, each once, at least skills_per_regen (default 3) of them.
+  e = error_of("selfplay:\n  skills: [math, astrology, logic]\n");
+  EXPECT_TRUE(has(e, "my.yaml:2: selfplay.skills: unknown skill 'astrology' (valid: math, logic")) << e;
+  e = error_of("selfplay:\n  skills: [math, logic, math]\n");
+  EXPECT_TRUE(has(e, "selfplay.skills lists 'math' twice")) << e;
+  e = error_of("selfplay:\n  skills: [math, causal]\n");
+  EXPECT_TRUE(has(e, "selfplay.skills must list at least selfplay.skills_per_regen skills (2 listed)")) << e;
+  EXPECT_EQ(error_of("selfplay:\n  skills: [math, causal]\n  skills_per_regen: 2\n"), "(no error)");
+  // eval: sets needed when on; a temperature is 0 (greedy) or usable.
+  e = error_of("", {"eval.every=2"});
+  EXPECT_TRUE(has(e, "eval.sets must name at least one environment folder when eval.every > 0")) << e;
+  e = error_of("", {"eval.temperature=1e-7"});
+  EXPECT_TRUE(has(e, "eval.temperature must be 0 (greedy) or >= 1e-5")) << e;
 }
 
 // Inputs: checked apart from parsing (a saved config is parsed before its run's files are compared).
@@ -179,6 +193,12 @@ TEST(ConfigChecks, MissingInputsNameTheKeyAndThePath) {
   Config s = c;
   s.seed_envs.dir = (root / "nowhere").string();
   EXPECT_TRUE(has(error(s), "my.yaml: seed_envs.dir: " + s.seed_envs.dir + " does not exist")) << error(s);
+  Config pool = c;
+  pool.selfplay.pool_dir = (root / "no_pool").string();
+  EXPECT_TRUE(has(error(pool), "my.yaml: selfplay.pool_dir: " + pool.selfplay.pool_dir + " does not exist")) << error(pool);
+  Config ev = c;
+  ev.eval.sets = {(root / "seeds").string(), (root / "no_set").string()};
+  EXPECT_TRUE(has(error(ev), "my.yaml: eval.sets: " + (root / "no_set").string() + " does not exist")) << error(ev);
   Config b = c;
   b.corpus.build_from = {(root / "seeds").string(), (root / "gone.txt").string()};
   EXPECT_TRUE(has(error(b), "corpus.build_from: " + (root / "gone.txt").string() + " does not exist")) << error(b);
