@@ -47,10 +47,10 @@ std::string agent_system_prompt() {
   return "You are the Reasoning Agent. You play games and answer inside \\boxed{}.";
 }
 
-std::string designer_user_prompt(const Skill& skill, const std::string& document,
+std::string designer_user_prompt(const Skill& skill, const std::optional<std::string>& document,
                                  const std::vector<ReferenceEnv>& references, int max_turns) {
-  std::string p = "Design a " + skill.name + " game (" + skill.description +
-                  ") as a Python environment grounded in this document.\n\nDocument:\n" + document +
+  std::string p = "Design a " + skill.name + " game (" + skill.description + ") as a Python environment" +
+                  (document ? " grounded in this document.\n\nDocument:\n" + *document : std::string(".")) +
                   "\n\nRules: one class whose name ends in Env; __init__(self, max_turns=" +
                   std::to_string(max_turns) +
                   ", **kwargs); reset(seed=None) returns (observation, info); step(action) returns "

@@ -1,6 +1,7 @@
 // Prompt texts of the two roles (SPADE paper §3: one policy, role-specific system prompts).
 // Templates are data: each function documents the reference behaviour it follows. Torch-free.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,9 @@ struct ReferenceEnv {
 
 /// Designer user prompt: skill, corpus document, the environment contract, memory references
 /// (positives "create a DIFFERENT game", one negative "avoid"), answer in one ```python block.
-std::string designer_user_prompt(const Skill& skill, const std::string& document,
+/// `document` nullopt: an ungrounded prompt, no document and no "grounded in" clause (the
+/// no-corpus control, corpus.enabled: false; SPADE §7 Table 3).
+std::string designer_user_prompt(const Skill& skill, const std::optional<std::string>& document,
                                  const std::vector<ReferenceEnv>& references, int max_turns);
 
 /// Hint-writer prompt (paper §4.2 "Hint generation"; Appendix: the hint writer sees the code, the

@@ -31,6 +31,9 @@ struct CorpusConfig {
   int max_words = 6000;                     // word cap per document (reference §5 table: games 6000)
   int min_words = 20;                       // shorter documents are skipped as empty
   uint64_t sample_seed = 42;                // uniform sampling seed (reference §6)
+  bool enabled = true;                      // false: designer prompts carry no document (the
+                                            // no-grounding control, SPADE §7 Table 3); the corpus is
+                                            // still read to train the tokenizer
 };
 
 struct TokenizerConfig {
@@ -91,7 +94,11 @@ inline SamplingYaml role_sampling(int max_new_tokens,
 
 struct SelfPlayConfig {
   int steps = 400;                 // rollouts (reference §5 table)
-  int k = 4;                       // regenerate every k steps; designer update delayed by k
+  int k = 4;                       // regenerate every k steps
+  int designer_delay = 0;          // the designer update of a generation comes designer_delay steps after
+                                   // it, scored on the plays of those steps; 0 = k, its whole window (SPADE §4.1)
+  bool designer_train = true;      // false: the frozen-designer control (SPADE §7): designer samples are
+                                   // generated, scored and logged (trained = 0), never trained
   int envs_per_regen = 24;         // environments per regeneration
   int skills_per_regen = 3;        // active skills (3 of 6, rotating)
   std::vector<std::string> skills; // skill slugs the rotation runs over (e.g. a two-skill run); empty = all six

@@ -104,6 +104,8 @@ void check_cross_keys(const Config& c, const Checker& ck) {
   ck.require(sp.envs_per_regen >= sp.skills_per_regen,
              {{"selfplay.envs_per_regen", sp.envs_per_regen}, {"selfplay.skills_per_regen", sp.skills_per_regen}},
              "selfplay.envs_per_regen must be >= selfplay.skills_per_regen (each active skill gets environments)");
+  ck.require(sp.designer_delay <= sp.k, {{"selfplay.designer_delay", sp.designer_delay}, {"selfplay.k", sp.k}},
+             "selfplay.designer_delay must be <= selfplay.k (a generation's window is its k steps; 0 means k)");
   const bool uses_regret = (c.reward.designer_reward == "blend" && c.reward.w_regret > 0) ||
                            c.reward.designer_reward == "regret_based";
   ck.require(!uses_regret || sp.hint_plays >= 1, {{"selfplay.hint_plays", sp.hint_plays}},

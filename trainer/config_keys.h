@@ -60,6 +60,7 @@ void visit(C& c, F&& f) {
   f("corpus.max_words", c.corpus.max_words, at_least(1));
   f("corpus.min_words", c.corpus.min_words, at_least(0));
   f("corpus.sample_seed", c.corpus.sample_seed, any());
+  f("corpus.enabled", c.corpus.enabled, any());
   f("tokenizer.path", c.tokenizer.path, any());      // must exist when set (check_inputs)
   f("tokenizer.vocab_size", c.tokenizer.vocab_size, at_least(256, "the 256 byte pieces"));
   f("model.init_checkpoint", c.model.init_checkpoint, any());  // an HF directory when set (check_inputs)
@@ -87,6 +88,8 @@ void visit(C& c, F&& f) {
   f("warm_start.designer_seeds_per_skill", c.warm_start.designer_seeds_per_skill, at_least(0, "0: all seeds"));
   f("selfplay.steps", c.selfplay.steps, at_least(0));
   f("selfplay.k", c.selfplay.k, at_least(1));
+  f("selfplay.designer_delay", c.selfplay.designer_delay, at_least(0, "0: k"));  // <= k (config_checks)
+  f("selfplay.designer_train", c.selfplay.designer_train, any());
   f("selfplay.envs_per_regen", c.selfplay.envs_per_regen, at_least(1));
   f("selfplay.skills_per_regen", c.selfplay.skills_per_regen, in(1, 6, "of the 6 skills"));
   f("selfplay.skills", c.selfplay.skills, any());  // each a skill slug; at least skills_per_regen (config_checks)

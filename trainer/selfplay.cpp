@@ -41,8 +41,10 @@ EpisodeRow play_row(const rollout::EpisodeResult& r, bool trained) {
 }
 
 // Every episode of the step for rollouts.h5: the trained batch (designer first; `rows` holds its
-// facts) and the hinted plays, each with its step and its environment's program hash.
+// facts), a frozen designer's untrained samples and the hinted plays, each with its step and its
+// environment's program hash.
 std::vector<EpisodeRow> episode_rows(std::vector<EpisodeRow> rows, const std::vector<rollout::Sample>& batch,
+                                     const std::vector<rollout::Sample>& frozen_designer,
                                      const std::vector<rollout::EpisodeResult>& hinted, int64_t step,
                                      const std::map<std::string, uint64_t>& hashes) {
   const auto hash = [&](const std::string& id) {
@@ -52,6 +54,12 @@ std::vector<EpisodeRow> episode_rows(std::vector<EpisodeRow> rows, const std::ve
   for (size_t i = 0; i < batch.size(); ++i) {
     rows[i].sample = &batch[i];
     rows[i].env_source_hash = hash(batch[i].env_id);
+  }
+  for (const rollout::Sample& d : frozen_designer) {
+    rows.emplace_back();
+    rows.back().trained = false;
+    rows.back().sample = &d;
+    rows.back().env_source_hash = hash(d.env_id);
   }
   for (const rollout::EpisodeResult& r : hinted) {
     rows.push_back(play_row(r, /*trained=*/false));
@@ -136,9 +144,11 @@ void SelfPlay::step(int64_t t) {
   const bool regeneration = t % config_.selfplay.k == 0, last = t + 1 == config_.selfplay.steps;
   StepRecord rec;
   rec.step = t + 1;
-  // 1. The closing generation's designer samples: their k-step window is complete.
+  // 1. The designer samples whose delay is over (selfplay.designer_delay, default k: the generation's
+  //    whole window), scored on the plays of those steps.
   std::vector<rollout::Sample> batch;
-  if (regeneration && t > 0) {
+  const int delay = config_.selfplay.designer_delay > 0 ? config_.selfplay.designer_delay : config_.selfplay.k;
+  if (t >= delay && t % config_.selfplay.k == delay % config_.selfplay.k) {
     DesignerBatch closing = close_designer_window();
     batch = std::move(closing.samples);
     rec.designer_scorings.push_back(closing.record);
@@ -168,7 +178,13 @@ void SelfPlay::step(int64_t t) {
     for (rollout::Sample& s : flushed.samples) batch.push_back(std::move(s));
     rec.designer_scorings.push_back(flushed.record);
   }
-  // 5. One update on the mixed batch, designer samples first (reference §1).
+  // 5. One update on the mixed batch, designer samples first (reference §1). A frozen designer
+  //    (selfplay.designer_train: false) keeps its scored samples out of the batch; they are logged untrained.
+  std::vector<rollout::Sample> frozen;
+  if (!config_.selfplay.designer_train) {
+    std::swap(frozen, batch);
+    for (DesignerScoringRecord& s : rec.designer_scorings) s.trained_samples = 0;
+  }
   const size_t n_designer = batch.size();
   std::vector<EpisodeRow> rows(n_designer);
   for (size_t i = 0; i < plays.size(); ++i) {
@@ -185,7 +201,7 @@ void SelfPlay::step(int64_t t) {
   // 6. Held-out evaluation on schedule (eval.every, and after the last step).
   if (config_.eval.every > 0 && ((t + 1) % config_.eval.every == 0 || last)) rec.eval = evaluate_heldout();
   // 7. Log the step record; 8. checkpoint on schedule.
-  rec.episodes = episode_rows(std::move(rows), batch, generation.hinted, rec.step, hashes);
+  rec.episodes = episode_rows(std::move(rows), batch, frozen, generation.hinted, rec.step, hashes);
   if (regeneration)
     for (const LiveEnv& env : live_)
       rec.new_environments.push_back({env.id, env.skill, env.code, env.hint, env.born, env.from_seed});

@@ -26,7 +26,8 @@ DesignerBatch score_designer_buffer(std::vector<rollout::Sample> buffer, const s
     buffer[i].advantage = scores.advantages[i];
   }
   DesignerBatch out;
-  out.record = {scores.blend_mean, scores.scale, static_cast<int64_t>(buffer.size()), scores.lp_gap};
+  out.record = {scores.blend_mean, scores.scale, static_cast<int64_t>(buffer.size()), static_cast<int64_t>(buffer.size()),
+                scores.lp_gap};
   out.samples = std::move(buffer);
   return out;
 }

@@ -3,6 +3,7 @@
 // hints and episodes; it hands plain samples and results to the bookkeeping and learner sides.
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "common/strings.h"
 #include "rollout/designer.h"
@@ -81,13 +82,18 @@ SelfPlay::Generation SelfPlay::pool_generation(int64_t t) {
 
 std::vector<rollout::DesignAttempt> SelfPlay::design(int64_t t, const std::vector<std::string>& slot_skills) {
   const SelfPlayConfig& sp = config_.selfplay;
-  // Designer: fresh corpus document per attempt, memory references, up to max_attempts.
+  // Designer: fresh corpus document per attempt (none when corpus.enabled is false), memory
+  // references (when memory.enabled), up to max_attempts.
   auto make_prompt = [&](const std::string& skill, std::string* doc_id) {
-    const Document& doc = corpus_.sample();
-    *doc_id = doc.id;
+    std::optional<std::string> text;
+    if (config_.corpus.enabled) {
+      const Document& doc = corpus_.sample();
+      *doc_id = doc.id;
+      text = doc.text;
+    }
     std::vector<rollout::ReferenceEnv> refs;
     if (config_.memory.enabled) refs = memory_.references(skill, config_.memory.positive_seeds, rng_);
-    return rollout::designer_user_prompt(rollout::find_skill(skill), doc.text, refs, sp.max_turns);
+    return rollout::designer_user_prompt(rollout::find_skill(skill), text, refs, sp.max_turns);
   };
   rollout::DesignerOptions dopt;
   dopt.sampling = sampling(sp.designer);

@@ -67,6 +67,7 @@ std::map<std::string, double> step_metrics(const StepRecord& r) {
     for (const auto& [skill, gap] : s.lp_gap) m["designer/lp_gap/" + skill] = gap;
     m["designer/blend"] = s.blend;
     m["designer/scale"] = s.scale;
+    m["designer/scored_samples"] = d(s.scored_samples);
     m["designer/trained_samples"] = d(s.trained_samples);
   }
   m["designer/valid_rate"] = r.valid_rate;

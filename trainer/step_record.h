@@ -29,7 +29,8 @@ struct GenerationRecord {
 struct DesignerScoringRecord {
   double blend = 0;                    // mean raw designer reward (designer/blend)
   double scale = 0;                    // designer reward scale S
-  int64_t trained_samples = 0;
+  int64_t scored_samples = 0;          // designer samples scored (designer/scored_samples)
+  int64_t trained_samples = 0;         // of them in the update: all, or 0 for a frozen designer
   std::map<std::string, double> lp_gap;  // per skill
 };
 

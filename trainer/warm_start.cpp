@@ -15,7 +15,8 @@
 namespace spade::trainer {
 
 rollout::Sample designer_example(const rollout::PolicyRef& policy, const SeedEnv& env,
-                                 const std::string& doc, const std::string& reference, int max_turns) {
+                                 const std::optional<std::string>& doc, const std::string& reference,
+                                 int max_turns) {
   std::vector<rollout::ReferenceEnv> refs;
   if (!reference.empty()) refs.push_back({reference, false, ""});
   const std::string user =
@@ -156,7 +157,10 @@ WarmStartStats run_warm_start(rollout::PolicyRef policy, envsandbox::EnvServer& 
           const SeedEnv& other = seeds[pick_seed(rng)];
           if (other.skill == env.skill && other.path != env.path) reference = other.code;
         }
-        s = designer_example(policy, env, corpus.sample().text, reference, config.selfplay.max_turns);
+        // corpus.enabled false: the cold start's designer prompts are ungrounded like self-play's.
+        const std::optional<std::string> doc =
+            config.corpus.enabled ? std::optional<std::string>(corpus.sample().text) : std::nullopt;
+        s = designer_example(policy, env, doc, reference, config.selfplay.max_turns);
         ++stats.designer_examples;
       } else {
         std::uniform_int_distribution<size_t> pick(0, demos.size() - 1);

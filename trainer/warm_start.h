@@ -7,6 +7,7 @@
 // Loss: token-mean cross-entropy on the loss-masked (assistant) tokens. Time-boxed.
 #pragma once
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,10 +22,12 @@
 
 namespace spade::trainer {
 
-/// Builds a designer example for `env`: prompt (designer system + user prompt grounded in `doc`,
-/// with `reference` shown as a memory reference when non-empty) -> "```python\n<code>```" + EOS.
+/// Builds a designer example for `env`: prompt (designer system + user prompt grounded in `doc`, or
+/// ungrounded when nullopt, with `reference` shown as a memory reference when non-empty) ->
+/// "```python\n<code>```" + EOS.
 rollout::Sample designer_example(const rollout::PolicyRef& policy, const SeedEnv& env,
-                                 const std::string& doc, const std::string& reference, int max_turns);
+                                 const std::optional<std::string>& doc, const std::string& reference,
+                                 int max_turns);
 
 /// Builds a hint-writing example for `env` (requires env.hint): designer system + hint prompt on the
 /// program -> the hint + EOS (paper §4.2: the hint writer sees the code).

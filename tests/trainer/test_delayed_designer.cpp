@@ -30,6 +30,7 @@
 
 #include "common/atomic_file.h"
 #include "policy/checkpoint.h"
+#include "policy/tokenizer.h"
 #include "policy/transformer.h"
 #include "tests/trainer/spawn_helpers.h"
 #include "tests/trainer/tiny_run.h"
@@ -63,7 +64,10 @@ double mean_of(const std::vector<double>& v) {
   return v.empty() ? 0.0 : s / static_cast<double>(v.size());
 }
 
-std::string run_yaml(const fs::path& root, const fs::path& seeds) {
+// `extra_corpus` / `extra_selfplay` are appended inside the corpus / selfplay mappings (the control
+// switches of the other tests, e.g. "designer_train: false, ").
+std::string run_yaml(const fs::path& root, const fs::path& seeds, const std::string& extra_corpus = "",
+                     const std::string& extra_selfplay = "") {
   // A 2-layer hidden-64 model (0.11M parameters): 100 cold-start steps at lr 1e-2 bring the
   // cross-entropy to ~0.004 nats, enough for greedy decoding to reproduce the 150-token program.
   // max_seconds 1e6: the time box never ends the cold start before its 100 steps (with run.deterministic
@@ -72,14 +76,14 @@ std::string run_yaml(const fs::path& root, const fs::path& seeds) {
   // hint_fraction 0: no hint-writing examples; a hint that fails (no end of turn within 8 tokens) gives
   // r_hint = 0 (reference §5).
   return "run: {name: dd, out_dir: " + root.string() + ", seed: 5, threads: 1, deterministic: true}\n"
-         "corpus: {build_from: [" + fixtures::tiny_corpus_source() + "], max_words: 12, min_words: 5}\n"
+         "corpus: {" + extra_corpus + "build_from: [" + fixtures::tiny_corpus_source() + "], max_words: 12, min_words: 5}\n"
          "tokenizer: {vocab_size: 500}\n"
          "model: {hidden_size: 64, intermediate_size: 128, num_hidden_layers: 2, num_attention_heads: 2, "
          "num_key_value_heads: 1}\n"
          "seed_envs: {dir: " + seeds.string() + "}\n"
          "warm_start: {max_steps: 100, max_seconds: 1.0e6, batch_tokens: 1536, demos_per_env: 2, designer_fraction: 0.7, "
          "hint_fraction: 0, reference_fraction: 0, lr: 0.01, warmup_steps: 5}\n"
-         "selfplay: {steps: " + std::to_string(kSteps) + ", k: " + std::to_string(kK) +
+         "selfplay: {" + extra_selfplay + "steps: " + std::to_string(kSteps) + ", k: " + std::to_string(kK) +
          ", envs_per_regen: 4, skills_per_regen: 2, plays_per_env: " + std::to_string(kPlays) +
          ", hint_plays: 2, max_attempts: 1, max_turns: 2, context_tokens: 1536,\n"
          "  designer: {temperature: 0, max_new_tokens: 160}, agent: {temperature: 2.0, max_new_tokens: 8},\n"
@@ -136,10 +140,35 @@ TisExpectation recompute_tis(const std::string& checkpoint_dir, const std::vecto
   return out;
 }
 
-}  // namespace
+// A finished run of the fixture: metrics.jsonl and rollouts.h5 read back, rollouts numbered from 0.
+struct FixtureRun {
+  fs::path run;
+  std::vector<json> metrics;
+  json episodes;
+  std::map<std::string, json> env_table;  // environment id -> its /environments row
+  double metric(int t, const char* key) const { return metrics[t].value(key, -1.0); }
+  // The designer rows of rollout t.
+  std::vector<const json*> designer_rows(int t) const {
+    std::vector<const json*> out;
+    for (const json& e : episodes)
+      if (e["step"] == t && e["role"] == "designer") out.push_back(&e);
+    return out;
+  }
+  // The prompt (the tokens before the first loss-masked one) of a designer row, decoded with the run's tokenizer.
+  std::string prompt_of(const json& row) const {
+    const policy::Tokenizer tok = policy::Tokenizer::load((run / "tokenizer.model").string());
+    const std::vector<int64_t> tokens = row["tokens"].get<std::vector<int64_t>>();
+    const std::vector<int> mask = row["loss_mask"].get<std::vector<int>>();
+    size_t n = 0;
+    while (n < tokens.size() && !mask[n]) ++n;
+    return tok.decode(std::vector<int64_t>(tokens.begin(), tokens.begin() + static_cast<long>(n)));
+  }
+};
 
-TEST(DelayedDesigner, AdmittedSamplesTrainedAtKFirstWithCentredAdvantagesAndStaleTis) {
-  const fs::path root = fs::path(SPADE_TEST_TMP) / "delayed_designer";
+// Runs the fixture under SPADE_TEST_TMP/<name> with the given switches.
+FixtureRun run_fixture(const std::string& name, const std::string& extra_corpus = "",
+                       const std::string& extra_selfplay = "") {
+  const fs::path root = fs::path(SPADE_TEST_TMP) / name;
   fs::remove_all(root);
   // One tiny seed program under every skill folder, so every designer prompt's target is the same.
   const fs::path seeds = root / "seeds";
@@ -148,33 +177,40 @@ TEST(DelayedDesigner, AdmittedSamplesTrainedAtKFirstWithCentredAdvantagesAndStal
     fs::create_directories(seeds / skill);
     std::ofstream(seeds / skill / "coin.py") << coin;
   }
-  trainer::Config config = trainer::parse_config(run_yaml(root, seeds), "delayed_designer.yaml");
+  trainer::Config config =
+      trainer::parse_config(run_yaml(root, seeds, extra_corpus, extra_selfplay), name + ".yaml");
   trainer::run_train(config, {true}, [](const std::string&) {});
-  const fs::path run = root / "dd";
-
-  // ---- outputs ----
-  std::vector<json> metrics;
-  {
-    std::ifstream in(run / "metrics.jsonl");
-    std::string line;
-    while (std::getline(in, line)) metrics.push_back(json::parse(line));
-  }
-  ASSERT_EQ(metrics.size(), static_cast<size_t>(kSteps));
-  json h5 = testutil::read_rollouts_h5((run / "rollouts.h5").string(), (root / "rollouts.json").string());
+  FixtureRun out;
+  out.run = root / "dd";
+  std::ifstream in(out.run / "metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) out.metrics.push_back(json::parse(line));
+  json h5 = testutil::read_rollouts_h5((out.run / "rollouts.h5").string(), (root / "rollouts.json").string());
   // rollouts.h5 numbers steps from 1 as metrics.jsonl does (rollout t is step t + 1, trainer/selfplay.h);
-  // this test counts rollouts t from 0, as the reference does, so it shifts them back.
+  // these tests count rollouts t from 0, as the reference does, so they shift them back.
   for (json& e : h5["episodes"]) {
     e["step"] = e["step"].get<int>() - 1;
     e["rollout_id"] = e["rollout_id"].get<int>() - 1;
   }
   for (json& e : h5["environments"]) e["born"] = e["born"].get<int>() - 1;
-  const json& episodes = h5["episodes"];
-  std::map<std::string, json> env_table;  // environment id -> its /environments row
-  for (const json& e : h5["environments"]) env_table[e["id"].get<std::string>()] = e;
+  out.episodes = h5["episodes"];
+  for (const json& e : h5["environments"]) out.env_table[e["id"].get<std::string>()] = e;
+  return out;
+}
+
+}  // namespace
+
+TEST(DelayedDesigner, AdmittedSamplesTrainedAtKFirstWithCentredAdvantagesAndStaleTis) {
+  FixtureRun fx = run_fixture("delayed_designer");
+  const fs::path& run = fx.run;
+  const std::vector<json>& metrics = fx.metrics;
+  ASSERT_EQ(metrics.size(), static_cast<size_t>(kSteps));
+  const json& episodes = fx.episodes;
+  std::map<std::string, json>& env_table = fx.env_table;
 
   // The premise: the designer's programs are admitted at both regenerations (measured 4 of 4 at
   // step 0 and 4 of 4 at step 2 on LibTorch 1.13 CPU).
-  const auto metric = [&](int t, const char* key) { return metrics[t].value(key, -1.0); };
+  const auto metric = [&](int t, const char* key) { return fx.metric(t, key); };
   const int admitted0 = static_cast<int>(metric(0, "designer/admitted"));
   const int admitted_last_regen = static_cast<int>(metric(kK, "designer/admitted"));
   ASSERT_GE(admitted0, 1) << "no designer program admitted at step 0: " << metrics[0].dump();
@@ -208,6 +244,13 @@ TEST(DelayedDesigner, AdmittedSamplesTrainedAtKFirstWithCentredAdvantagesAndStal
       EXPECT_EQ(env_table[id]["source"].get<std::string>(), read_file((run / "envs" / (id + ".py")).string())) << id;
     }
     EXPECT_EQ(designer_rows, expected);
+  }
+  // Grounding (corpus.enabled, default true): each designer prompt carries a corpus document, and the
+  // program's envs/<id>.json names it (the no-corpus control below has neither).
+  for (const json* row : fx.designer_rows(kK)) {
+    EXPECT_NE(fx.prompt_of(*row).find("grounded in this document"), std::string::npos);
+    const json meta = json::parse(read_file((run / "envs" / ((*row)["env_id"].get<std::string>() + ".json")).string()));
+    EXPECT_NE(meta["doc_id"], "") << (*row)["env_id"];
   }
   // Every admitted program of both generations is trained exactly once.
   std::multiset<std::string> trained_ids;
@@ -320,4 +363,92 @@ TEST(DelayedDesigner, AdmittedSamplesTrainedAtKFirstWithCentredAdvantagesAndStal
     EXPECT_GT(metric(t, "train/rollout_logp_abs_diff"), 1e-4);
     EXPECT_GT(metric(t, "train/rollout_logp_abs_diff"), 100 * fresh_diff);
   }
+}
+
+// selfplay.designer_train: false (the frozen-designer control, SPADE §7): the same designer samples are
+// generated, scored and logged at the same steps as above, with trained = 0, and none enters an update.
+TEST(DelayedDesigner, FrozenDesignerScoresAndLogsItsSamplesButNeverTrainsThem) {
+  const FixtureRun fx = run_fixture("frozen_designer", "", "designer_train: false, ");
+  ASSERT_EQ(fx.metrics.size(), static_cast<size_t>(kSteps));
+  const int admitted0 = static_cast<int>(fx.metric(0, "designer/admitted"));
+  const int admitted2 = static_cast<int>(fx.metric(kK, "designer/admitted"));
+  ASSERT_GE(admitted0, 1) << fx.metrics[0].dump();
+  ASSERT_GE(admitted2, 1) << fx.metrics[kK].dump();
+  for (int t = 0; t < kSteps; ++t) {
+    SCOPED_TRACE("step " + std::to_string(t));
+    const int scored = t == kK ? admitted0 : t == kSteps - 1 ? admitted2 : 0;
+    EXPECT_EQ(fx.metric(t, "batch/designer_samples"), 0);
+    if (scored > 0) {
+      EXPECT_EQ(fx.metric(t, "designer/scored_samples"), scored);
+      EXPECT_EQ(fx.metric(t, "designer/trained_samples"), 0);
+      EXPECT_GE(fx.metric(t, "designer/blend"), 0);  // the blend is still computed
+    }
+    const std::vector<const json*> rows = fx.designer_rows(t);
+    EXPECT_EQ(rows.size(), static_cast<size_t>(scored));
+    for (const json* row : rows) EXPECT_EQ((*row)["trained"], 0) << (*row)["env_id"];
+    // Only fresh agent samples are trained: every TIS ratio is 1 up to float summation order
+    // (3.3e-7 nats per token measured above), where the trained designer's stale samples move it.
+    EXPECT_LT(fx.metric(t, "train/rollout_logp_abs_diff"), 1e-5);
+    EXPECT_NEAR(fx.metric(t, "train/tis"), 1.0, 1e-5);
+  }
+}
+
+// selfplay.designer_delay: 1 with k = 2: each generation's designer samples are trained one step after
+// it (rollouts 1 and 3), scored on that one step's plays: the anchor's win rate w is the mean of the
+// environment's no-hint plays at its birth step only.
+TEST(DelayedDesigner, DesignerDelayOneTrainsAfterOneStepOnThatStepsWindow) {
+  const FixtureRun fx = run_fixture("designer_delay_one", "", "designer_delay: 1, ");
+  ASSERT_EQ(fx.metrics.size(), static_cast<size_t>(kSteps));
+  const int admitted0 = static_cast<int>(fx.metric(0, "designer/admitted"));
+  const int admitted2 = static_cast<int>(fx.metric(kK, "designer/admitted"));
+  ASSERT_GE(admitted0, 1) << fx.metrics[0].dump();
+  ASSERT_GE(admitted2, 1) << fx.metrics[kK].dump();
+  for (int t = 0; t < kSteps; ++t) {
+    SCOPED_TRACE("step " + std::to_string(t));
+    const int trained = t == 1 ? admitted0 : t == 3 ? admitted2 : 0;
+    const int born = t - 1;
+    EXPECT_EQ(fx.metric(t, "batch/designer_samples"), trained);
+    const std::vector<const json*> rows = fx.designer_rows(t);
+    EXPECT_EQ(rows.size(), static_cast<size_t>(trained));
+    for (const json* d : rows) {
+      const std::string id = (*d)["env_id"];
+      EXPECT_EQ((*d)["trained"], 1) << id;
+      EXPECT_EQ((*d)["rollout_id"], born) << id;
+      std::vector<double> window, hinted;
+      for (const json& e : fx.episodes) {
+        if (e["env_id"] != id || e["role"] != "agent") continue;
+        if (e["hinted"] == 1) {
+          hinted.push_back(e["reward"].get<double>());
+        } else if (e["step"] == born) {
+          window.push_back(e["reward"].get<double>());
+        }
+      }
+      ASSERT_EQ(window.size(), static_cast<size_t>(kPlays)) << id;
+      // r_nohint and the window are the same plays here (the birth step's).
+      EXPECT_NEAR((*d)["reward"].get<double>(), blend_by_hand(mean_of(hinted) - mean_of(window), mean_of(window)), 1e-12)
+          << id;
+    }
+  }
+}
+
+// corpus.enabled: false (the no-grounding control, SPADE §7 Table 3): no designer prompt carries a
+// document, in the cold start's examples or in self-play, and no document is drawn for an attempt.
+TEST(DelayedDesigner, NoCorpusPromptsCarryNoDocument) {
+  const FixtureRun fx = run_fixture("no_corpus", "enabled: false, ");
+  ASSERT_EQ(fx.metrics.size(), static_cast<size_t>(kSteps));
+  std::vector<const json*> rows = fx.designer_rows(kK);
+  ASSERT_GE(rows.size(), 1u) << "no designer sample trained at step " << kK;
+  for (const json* row : rows) {
+    const std::string prompt = fx.prompt_of(*row);
+    EXPECT_EQ(prompt.find("Document:"), std::string::npos) << prompt;
+    EXPECT_EQ(prompt.find("grounded"), std::string::npos) << prompt;
+    EXPECT_NE(prompt.find("as a Python environment."), std::string::npos) << prompt;
+  }
+  int programs = 0;
+  for (const auto& entry : fs::directory_iterator(fx.run / "envs")) {
+    if (entry.path().extension() != ".json") continue;
+    ++programs;
+    EXPECT_EQ(json::parse(read_file(entry.path().string()))["doc_id"], "") << entry.path();
+  }
+  EXPECT_GE(programs, 1);
 }

@@ -22,8 +22,8 @@ StepRecord regeneration_record() {
   g.regen_tokens = 40;
   g.regen_s = 2;
   r.generation = g;
-  r.designer_scorings.push_back({0.1, 2, 3, {{"math", 0.2}}});                // the closing generation
-  r.designer_scorings.push_back({0.3, 4, 1, {{"math", 0.25}, {"logic", 0.5}}});  // the last step's flush
+  r.designer_scorings.push_back({0.1, 2, 3, 3, {{"math", 0.2}}});                // the closing generation
+  r.designer_scorings.push_back({0.3, 4, 2, 1, {{"math", 0.25}, {"logic", 0.5}}});  // the last step's flush
   r.window_blend = 0.9;
   r.valid_rate = 0.5;
   r.regret = 0.125;
@@ -54,6 +54,7 @@ TEST(StepRecord, RegenerationStepKeysAndTheLastDesignerScoring) {
   // Two scorings at this step: the flush (second) is what is logged; lp_gap keys of both, the later wins.
   EXPECT_EQ(m.at("designer/blend"), 0.3);
   EXPECT_EQ(m.at("designer/scale"), 4);
+  EXPECT_EQ(m.at("designer/scored_samples"), 2);
   EXPECT_EQ(m.at("designer/trained_samples"), 1);
   EXPECT_EQ(m.at("designer/lp_gap/math"), 0.25);
   EXPECT_EQ(m.at("designer/lp_gap/logic"), 0.5);
