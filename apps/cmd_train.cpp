@@ -4,9 +4,9 @@
 #include <memory>
 
 #include "apps/commands.h"
+#include "apps/config_args.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
-#include "embedded_config.h"
 #include "trainer/config_checks.h"
 #include "trainer/launch_local.h"
 #include "trainer/run_plan.h"
@@ -16,19 +16,6 @@ namespace spade::apps {
 
 namespace {
 std::function<int()> g_action;
-
-struct ConfigArgs {
-  std::string config;
-  std::vector<std::string> overrides;
-  std::string name;
-  bool overwrite = false;
-};
-
-void add_config_options(CLI::App* cmd, ConfigArgs& args) {
-  cmd->add_option("--config", args.config, "run config (YAML); default: the embedded configs/games-tiny.yaml");
-  cmd->add_option("--set", args.overrides, "override a key, e.g. --set selfplay.steps=16 (repeatable)");
-  cmd->add_option("--name", args.name, "run name (run.name): outputs go to <run.out_dir>/<name>/");
-}
 
 // --overwrite of train and sft (trainer/run_open.h).
 void add_overwrite_option(CLI::App* cmd, ConfigArgs& args) {
@@ -42,21 +29,8 @@ trainer::TrainOptions train_options(const ConfigArgs& args, bool selfplay) {
   trainer::TrainOptions o;
   o.selfplay = selfplay;
   o.overwrite = args.overwrite;
-  if (!args.config.empty()) o.inputs.push_back(args.config);
+  o.inputs = config_inputs(args);
   return o;
-}
-
-// The config of `args`, checked (trainer/config_checks.h). `inputs`: also check that the files and
-// checkpoints it names exist (train, sft, config check; not config show, which only prints).
-trainer::Config load(const ConfigArgs& args, bool inputs = true) {
-  std::vector<std::string> overrides = args.overrides;
-  if (!args.name.empty()) overrides.push_back("run.name=" + args.name);
-  trainer::Config c = args.config.empty()
-                          ? trainer::parse_config(kDefaultConfig, kDefaultConfigName, overrides)
-                          : trainer::load_config(args.config, overrides);
-  c.seed_envs.dir = resolve_data_path(c.seed_envs.dir);
-  if (inputs) trainer::check_inputs(c, args.config.empty() ? kDefaultConfigName : args.config);
-  return c;
 }
 
 // `train --dry-run`, `config check`: what the run would do; touches nothing under run.out_dir.
@@ -119,7 +93,7 @@ void add_train_commands(CLI::App& app) {
   train->callback([args, resume, nproc, dry_run] {
     set_action([args, resume, nproc, dry_run] {
       if (*dry_run) {
-        if (resume->empty()) return print_plan(load(*args), args->config.empty() ? kDefaultConfigName : args->config);
+        if (resume->empty()) return print_plan(load_config_args(*args), config_source(*args));
         trainer::Config c = trainer::load_run_config(*resume, args->overrides);
         c.seed_envs.dir = resolve_data_path(c.seed_envs.dir);
         return print_plan(c, *resume + "/config.yaml");
@@ -130,19 +104,17 @@ void add_train_commands(CLI::App& app) {
                       " of a launched job (drop --nproc under torchrun or srun)");
         // The same command without --nproc, once per rank.
         std::vector<std::string> rank_args = {"train"};
-        if (!args->config.empty()) rank_args.insert(rank_args.end(), {"--config", args->config});
-        for (const std::string& o : args->overrides) rank_args.insert(rank_args.end(), {"--set", o});
-        if (!args->name.empty()) rank_args.insert(rank_args.end(), {"--name", args->name});
+        for (const std::string& a : config_argv(*args)) rank_args.push_back(a);
         if (!resume->empty()) rank_args.insert(rank_args.end(), {"--resume", *resume});
         if (args->overwrite) rank_args.push_back("--overwrite");
         return trainer::launch_local_ranks(*nproc, rank_args);
       }
       if (resume->empty()) {
-        trainer::run_train(load(*args), train_options(*args, true), print_line);
+        trainer::run_train(load_config_args(*args), train_options(*args, true), print_line);
         return 0;
       }
-      if (!args->config.empty() || !args->name.empty())
-        throw Error("train --resume uses RUN_DIR/config.yaml: drop --config and --name");
+      if (!args->config.empty() || !args->overlays.empty() || !args->name.empty())
+        throw Error("train --resume uses RUN_DIR/config.yaml: drop --config, --overlay and --name");
       if (args->overwrite)
         throw Error("train: --resume continues " + *resume + " and --overwrite replaces it; pass one of them");
       trainer::Config c = trainer::load_run_config(*resume, args->overrides);
@@ -160,7 +132,7 @@ void add_train_commands(CLI::App& app) {
   add_overwrite_option(sft, *sft_args);
   sft->callback([sft_args] {
     set_action([sft_args] {
-      trainer::run_train(load(*sft_args), train_options(*sft_args, false), print_line);
+      trainer::run_train(load_config_args(*sft_args), train_options(*sft_args, false), print_line);
       return 0;
     });
   });
@@ -172,7 +144,7 @@ void add_train_commands(CLI::App& app) {
   add_config_options(show, *show_args);
   show->callback([show_args] {
     set_action([show_args] {
-      std::printf("%s", trainer::to_yaml(load(*show_args, /*inputs=*/false)).c_str());
+      std::printf("%s", trainer::to_yaml(load_config_args(*show_args, /*inputs=*/false)).c_str());
       return 0;
     });
   });
@@ -182,9 +154,10 @@ void add_train_commands(CLI::App& app) {
       "check", "load and check a config (every key, the files it names) and print the run's plan; exit 1 "
                "naming the key on a bad one. Creates nothing");
   check->add_option("config", check_args->config, "run config (YAML)")->required();
+  check->add_option("--overlay", check_args->overlays, "a YAML file of keys applied over the config (repeatable)");
   check->add_option("--set", check_args->overrides, "override a key, e.g. --set selfplay.steps=16 (repeatable)");
   check->callback([check_args] {
-    set_action([check_args] { return print_plan(load(*check_args), check_args->config); });
+    set_action([check_args] { return print_plan(load_config_args(*check_args), check_args->config); });
   });
 }
 

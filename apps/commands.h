@@ -19,6 +19,7 @@ void add_duel_protocol_commands(CLI::App* duel);  // duel doctor | repos setup |
 void add_score_command(CLI::App& app);     // score (apps/cmd_score.cpp)
 void add_report_command(CLI::App& app);    // report (apps/cmd_report.cpp)
 void add_eval_command(CLI::App& app);      // eval (apps/cmd_eval.cpp)
+void add_ablate_command(CLI::App& app);    // ablate (apps/cmd_ablate.cpp)
 void add_bench_sampler_command(CLI::App& app);  // bench sampler (apps/cmd_bench_sampler.cpp)
 void add_bench_trainer_command(CLI::App& app);  // bench trainer (apps/cmd_bench_trainer.cpp)
 void add_bench_step_command(CLI::App& app);  // bench step (apps/cmd_bench_step.cpp)

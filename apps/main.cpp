@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   spade::apps::add_score_command(app);
   spade::apps::add_report_command(app);
   spade::apps::add_eval_command(app);
+  spade::apps::add_ablate_command(app);
   spade::apps::add_bench_sampler_command(app);
   spade::apps::add_bench_trainer_command(app);
   spade::apps::add_bench_step_command(app);

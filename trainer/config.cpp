@@ -155,24 +155,31 @@ void apply_overrides(const std::vector<std::string>& overrides, std::map<std::st
 
 }  // namespace
 
-Config parse_config(const std::string& yaml_text, const std::string& source_name,
-                    const std::vector<std::string>& overrides) {
+Config parse_config_layers(const std::vector<ConfigLayer>& layers, const std::vector<std::string>& overrides) {
+  if (layers.empty()) throw Error("parse_config_layers: no config given");
   Config config;
   Locations locations;
   auto set = setters(config, locations);
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw Error(source_name + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
-  }
-  if (root && !root.IsNull()) {
-    if (!root.IsMap()) throw Error(source_name + ": the top level must be a mapping of sections");
-    apply_node(root, "", set, source_name);
+  for (const ConfigLayer& layer : layers) {
+    YAML::Node root;
+    try {
+      root = YAML::Load(layer.yaml_text);
+    } catch (const YAML::Exception& e) {
+      throw Error(layer.source_name + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
+    }
+    if (root && !root.IsNull()) {
+      if (!root.IsMap()) throw Error(layer.source_name + ": the top level must be a mapping of sections");
+      apply_node(root, "", set, layer.source_name);
+    }
   }
   apply_overrides(overrides, set);
-  check_config(config, source_name, locations);
+  check_config(config, layers.front().source_name, locations);
   return config;
+}
+
+Config parse_config(const std::string& yaml_text, const std::string& source_name,
+                    const std::vector<std::string>& overrides) {
+  return parse_config_layers({{yaml_text, source_name}}, overrides);
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {

@@ -284,6 +284,16 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 Config parse_config(const std::string& yaml_text, const std::string& source_name,
                     const std::vector<std::string>& overrides = {});
 
+/// One YAML document of a layered config: its text and the name errors give it (a path).
+struct ConfigLayer {
+  std::string yaml_text, source_name;
+};
+
+/// The defaults, then each layer in order (a later layer's keys replace an earlier one's: a base config
+/// and its overlays, e.g. configs/ablations/*.yaml), then `overrides`; checked once at the end, each
+/// error naming the layer and line that set the key. At least one layer.
+Config parse_config_layers(const std::vector<ConfigLayer>& layers, const std::vector<std::string>& overrides = {});
+
 /// The resolved config as YAML (every key, defaults included); parse_config(to_yaml(c)) == c.
 std::string to_yaml(const Config& config);
 

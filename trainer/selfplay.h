@@ -5,11 +5,13 @@
 // across ranks, files written by rank 0). Where each part lives: trainer/README.md. Not thread-safe.
 //
 // SelfPlay::step(t) is the list of phases, in docs/design.md's order, each returning a plain struct:
-//   1. score the closing generation's designer samples (learner side, selfplay_learner.h);
+//   1. score the designer samples whose delay is over (selfplay.designer_delay, default k: the closing
+//      generation's whole window; learner side, selfplay_learner.h);
 //   2. every k steps, a new generation and its hinted plays (rollout side, selfplay_rollout.cpp);
 //   3. play the live environments (rollout side);
 //   4. score the plays: rewards, windows, regret, memory, advantages, filters (selfplay_bookkeeping.h);
-//   5. train the mixed batch (learner side);
+//   5. train the mixed batch (learner side; a frozen designer, selfplay.designer_train: false, keeps
+//      its scored samples out of it and logs them untrained);
 //   6. held-out evaluation on schedule (eval.*, heldout_eval.h; rollout side, rank 0; also once before
 //      the first step);
 //   7. log one StepRecord (step_record.h): the metrics line, TensorBoard scalars and rollouts.h5 rows;

@@ -226,3 +226,36 @@ TEST(Config, AuxiliaryDesignerTermsReachTheReward) {
   EXPECT_THROW(parse_config("reward:\n  frontier_scale: 0\n", "x.yaml"), Error);
   EXPECT_THROW(parse_config("reward:\n  frontier_weight: -1\n", "x.yaml"), Error);
 }
+
+// A base and its overlays (configs/ablations/*.yaml, `--overlay`): later layers replace earlier keys,
+// untouched keys keep the base's value, --set comes last, and an error names the layer and line that set
+// the key, checked once the layers are all applied (a constraint may span layers).
+TEST(Config, OverlaysApplyInOrderAndErrorsNameTheirFile) {
+  const std::string base = "selfplay:\n  steps: 8\n  k: 4\nmemory:\n  enabled: true\n";
+  const std::string overlay = "memory:\n  enabled: false\nselfplay:\n  k: 2\n";
+  Config c = parse_config_layers({{base, "base.yaml"}, {overlay, "no_memory.yaml"}});
+  EXPECT_EQ(c.selfplay.steps, 8);
+  EXPECT_EQ(c.selfplay.k, 2);
+  EXPECT_FALSE(c.memory.enabled);
+  c = parse_config_layers({{base, "base.yaml"}, {overlay, "no_memory.yaml"}}, {"selfplay.k=1"});
+  EXPECT_EQ(c.selfplay.k, 1);
+  // k = 4 in the base: delay 3 is fine; with the overlay's k = 2 as well, it is not.
+  EXPECT_EQ(parse_config_layers({{base, "base.yaml"}, {"selfplay:\n  designer_delay: 3\n", "delay.yaml"}})
+                .selfplay.designer_delay,
+            3);
+  try {
+    parse_config_layers({{base, "base.yaml"}, {overlay, "no_memory.yaml"}, {"selfplay:\n  designer_delay: 3\n", "delay.yaml"}});
+    FAIL() << "designer_delay 3 > k 2 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("delay.yaml:2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("selfplay.designer_delay must be <= selfplay.k"), std::string::npos) << e.what();
+  }
+  try {
+    parse_config_layers({{base, "base.yaml"}, {"corpus:\n  enabeld: false\n", "typo.yaml"}});
+    FAIL() << "unknown key accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("typo.yaml:2: unknown config key 'corpus.enabeld'; did you mean 'corpus.enabled'?"),
+              std::string::npos)
+        << e.what();
+  }
+}
