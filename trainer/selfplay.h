@@ -5,10 +5,13 @@
 // across ranks, files written by rank 0). Where each part lives: trainer/README.md. Not thread-safe.
 //
 // SelfPlay::step(t) is the list of phases, in docs/design.md's order, each returning a plain struct:
-//   1. score the closing generation's designer samples (learner side, selfplay_learner.h);
+//   1. score the closing generation's designer samples (learner side, selfplay_learner.h) and close its
+//      window (reward levels, its rollouts.h5 environment rows: generation_stats.h);
 //   2. every k steps, a new generation and its hinted plays (rollout side, selfplay_rollout.cpp);
-//   3. play the live environments (rollout side);
+//   3. play the live environments (rollout side); on a regeneration step, the new generation's Vendi
+//      score and formula-in-first-observation share (generation_stats.h);
 //   4. score the plays: rewards, windows, regret, memory, advantages, filters (selfplay_bookkeeping.h);
+//      the last step closes the live generation's window too;
 //   5. train the mixed batch (learner side);
 //   6. held-out evaluation on schedule (eval.*, heldout_eval.h; rollout side, rank 0; also once before
 //      the first step);
