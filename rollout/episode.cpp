@@ -50,6 +50,7 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
       r.failure = reason.empty() ? "reset_failed" : reason;
       continue;
     }
+    r.first_observation = *obs;
     r.sample.temperature = logprob_temperature;
     r.sample.append_context(policy.chat.render(
         {{"system", agent_system_prompt()}, {"user", agent_first_turn(*obs, spec.hint)}},

@@ -52,6 +52,9 @@ struct EpisodeResult {
   /// and a refused step answer).
   envsandbox::CallStatus process = envsandbox::CallStatus::kOk;
   std::vector<std::string> actions;  // parsed actions sent to step(), for logs
+  /// The observation reset() returned, without the hint ("" when load or reset failed); the
+  /// trainer's designer/formula_in_first_obs reads it (trainer/generation_stats.h).
+  std::string first_observation;
 };
 
 struct EpisodeOptions {

@@ -16,7 +16,9 @@ namespace {
 
 // 2: env_source_hash is the standard FNV-1a (format 1 used an offset basis one digit short), and step,
 // rollout_id and born count from 1 as the console, metrics and checkpoint names do.
-constexpr const char* kFormat = "spade-rollouts-2";
+// 3: environment rows are written when their window closes, with closed, window_plays, win_rate and
+// regret; resume cuts them by closed (format 2 wrote them at admission and cut them by born).
+constexpr const char* kFormat = "spade-rollouts-3";
 
 struct Column {
   const char* name;
@@ -66,9 +68,15 @@ const std::vector<Ragged>& episode_ragged() {
   return c;
 }
 const std::vector<Column>& env_scalars() {
-  static const std::vector<Column> c = {{"born", i64, "the step of the regeneration that admitted it"},
-                                        {"from_seed", u8, "1 for a seed environment filling an empty slot"},
-                                        {"source_hash", u64, "FNV-1a 64 of the program"}};
+  static const std::vector<Column> c = {
+      {"born", i64, "the step of the regeneration that admitted it"},
+      {"closed", i64, "the step that wrote the row, when the environment's window closed (the regeneration "
+                      "replacing it, or the run's last step)"},
+      {"from_seed", u8, "1 for a seed environment (a fill-in of an empty slot, or a fixed-pool draw)"},
+      {"source_hash", u64, "FNV-1a 64 of the program"},
+      {"window_plays", i64, "no-hint plays of the environment over its window"},
+      {"win_rate", f64, "share of those plays with reward > 0 (NaN with none)"},
+      {"regret", f64, "hint regret r_hint - r_nohint of its regeneration step (NaN in fixed_pool mode: no hint)"}};
   return c;
 }
 const std::vector<Ragged>& env_ragged() {
@@ -264,8 +272,8 @@ RolloutLog::RolloutLog(std::string path) : path_(std::move(path)) {
   const std::string format = get_string_attr(file.id, "format");
   if (format != kFormat)
     throw Error("rollouts.h5: " + path_ + " has format '" + format + "', this spade writes '" + kFormat +
-                "' (its env_source_hash values differ); resume the run with the spade that wrote it, or move "
-                "the file away to start a new one");
+                "' (another layout, or env_source_hash values that differ); resume the run with the spade that "
+                "wrote it, or move the file away to start a new one");
 }
 
 void RolloutLog::append(const std::vector<EpisodeRow>& episodes, const std::vector<EnvironmentRow>& environments) {
@@ -332,12 +340,17 @@ void RolloutLog::append(const std::vector<EpisodeRow>& episodes, const std::vect
   }
   if (!environments.empty()) {
     Handle g{check_id(H5Gopen2(file.id, "environments", H5P_DEFAULT), "opening /environments", path_), H5Gclose};
-    std::vector<int64_t> born;
+    std::vector<int64_t> born, closed, window_plays;
     std::vector<uint8_t> from_seed;
     std::vector<uint64_t> hash;
+    std::vector<double> win_rate, regret;
     std::vector<std::string> ids, skills, sources, hints;
     for (const EnvironmentRow& e : environments) {
       born.push_back(e.born);
+      closed.push_back(e.closed);
+      window_plays.push_back(e.window_plays);
+      win_rate.push_back(e.win_rate);
+      regret.push_back(e.regret);
       from_seed.push_back(e.from_seed);
       hash.push_back(source_hash(e.source));
       ids.push_back(e.id);
@@ -346,8 +359,12 @@ void RolloutLog::append(const std::vector<EpisodeRow>& episodes, const std::vect
       hints.push_back(e.hint);
     }
     append_values(g.id, "born", H5T_NATIVE_INT64, born, path_);
+    append_values(g.id, "closed", H5T_NATIVE_INT64, closed, path_);
     append_values(g.id, "from_seed", H5T_NATIVE_UINT8, from_seed, path_);
     append_values(g.id, "source_hash", H5T_NATIVE_UINT64, hash, path_);
+    append_values(g.id, "window_plays", H5T_NATIVE_INT64, window_plays, path_);
+    append_values(g.id, "win_rate", H5T_NATIVE_DOUBLE, win_rate, path_);
+    append_values(g.id, "regret", H5T_NATIVE_DOUBLE, regret, path_);
     append_text(g.id, "id", ids, path_);
     append_text(g.id, "skill", skills, path_);
     append_text(g.id, "source", sources, path_);
@@ -376,7 +393,7 @@ bool RolloutLog::truncate(int64_t first_step) {
         return keep;
       };
       const hsize_t kept = cut("episodes", "step", episode_scalars(), episode_ragged());
-      cut("environments", "born", env_scalars(), env_ragged());
+      cut("environments", "closed", env_scalars(), env_ragged());
       set_int_attr(file.id, "total_episodes", static_cast<int64_t>(kept));
       return true;
     }

@@ -4,7 +4,7 @@
 //
 // Layout (every dataset 1-D, chunked, extendible; ragged data D has D_offsets with N + 1 entries,
 // row i spanning [D_offsets[i], D_offsets[i + 1])):
-//   /                 attrs format = "spade-rollouts-2", role_names = "agent,designer,hint", total_episodes
+//   /                 attrs format = "spade-rollouts-3", role_names = "agent,designer,hint", total_episodes
 //   /episodes/        one row per episode (agent plays, hinted plays, designer samples)
 //     id int64                  episode id (row index since the start of the run)
 //     step int64                the step whose update trained it, numbered from 1 as in metrics.jsonl
@@ -17,11 +17,22 @@
 //     env_source_hash uint64    FNV-1a 64 of the environment program (0 when unknown)
 //     tokens int32 + tokens_offsets; loss_mask uint8 and rollout_logprobs float32 share tokens_offsets
 //     env_id uint8 + env_id_offsets; skill uint8 + skill_offsets     (UTF-8 text)
-//   /environments/    one row per admitted environment (designed or seed)
-//     born int64 (the step that admitted it), from_seed uint8, source_hash uint64, id/skill/source/hint uint8 text + *_offsets
+//   /environments/    one row per admitted environment (designed or seed), written when its window
+//                     closes: at the regeneration that replaces its generation, or at the run's last step
+//     born int64 (the step that admitted it), closed int64 (the step that wrote the row: its window is
+//     steps born .. closed - 1, or born .. closed when closed is the run's last step), from_seed uint8,
+//     source_hash uint64, window_plays int64 (no-hint plays over the window), win_rate float64 (the share
+//     of them with reward > 0; NaN with none), regret float64 (hint regret r_hint - r_nohint at its
+//     regeneration step; NaN in fixed_pool mode, which plays no hint), id/skill/source/hint uint8 text + *_offsets
 //
 // Rows are appended once per step; the file is opened and closed around each append, so between steps
-// it is always a complete HDF5 file. Not thread-safe; one writer per file.
+// it is always a complete HDF5 file. Resume cuts episodes by `step` and environments by `closed`: a row
+// is dropped exactly when the step that wrote it is redone. (A finished run resumed with more steps
+// writes the generation live at its old last step a second time, when that generation's window
+// really closes: the first row holds the window up to the old last step.) Not thread-safe; one
+// writer per file.
+// Format 3 (environment rows at the window's close with closed, window_plays, win_rate and regret)
+// replaced format 2 (rows at admission); a file of another format is refused by name.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -41,11 +52,15 @@ struct EpisodeRow {
   uint64_t env_source_hash = 0;
 };
 
-/// One environment to log.
+/// One environment to log, when its window closes (trainer/generation_stats.h close_generation).
 struct EnvironmentRow {
   std::string id, skill, source, hint;
   int64_t born = 0;
   bool from_seed = false;
+  int64_t closed = 0;        // the step number of the append (the truncation key)
+  int64_t window_plays = 0;  // no-hint plays over its window
+  double win_rate = 0;       // plays with reward > 0 / window_plays (NaN with none)
+  double regret = 0;         // hint regret (NaN where no hint was played: fixed_pool mode)
 };
 
 /// FNV-1a 64-bit hash of a program's text (the env_source_hash of rollouts.h5).
@@ -61,8 +76,8 @@ class RolloutLog {
   /// Throws spade::Error on an HDF5 failure.
   void append(const std::vector<EpisodeRow>& episodes, const std::vector<EnvironmentRow>& environments);
 
-  /// Resume: drops the episode rows with step >= first_step and the environments born at or after it
-  /// (rows are in step order). A file that HDF5 cannot open (torn by a kill during an append) is
+  /// Resume: drops the episode rows with step >= first_step and the environment rows with closed >=
+  /// first_step (both are in step order). A file that HDF5 cannot open (torn by a kill during an append) is
   /// renamed to PATH.corrupt and a fresh file started; returns false in that case, true otherwise.
   bool truncate(int64_t first_step);
 

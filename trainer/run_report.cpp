@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <vector>
 
 #include "common/error.h"
 #include "common/html.h"
@@ -18,26 +19,42 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The charts: (title, y label, metric keys drawn in it, fixed [0, 1] axis).
+// The charts: (title, metric key drawn in it, fixed [0, 1] axis), in sections.
 struct ChartSpec {
   const char* title;
   const char* key;
   bool unit_range;
 };
-const ChartSpec kCharts[] = {
-    {"Agent reward (mean over the step's plays)", "reward/mean", false},
-    {"Agent success rate", "reward/success_rate", true},
-    {"Learnable share of designed environments", "designer/learnable_share", true},
-    {"Designer valid rate (admitted / attempts)", "designer/valid_rate", true},
-    {"Hint regret", "designer/regret", false},
-    {"Designer blend reward", "designer/blend", false},
-    {"Policy-gradient loss", "actor/pg_loss", false},
-    {"Clip fraction", "actor/pg_clipfrac", true},
-    {"Truncated IS weight (mean)", "train/tis", false},
-    {"Entropy", "actor/entropy", false},
-    {"Gradient norm", "actor/grad_norm", false},
-    {"Sampler tokens per second", "perf/tokens_per_s", false},
+struct ChartSection {
+  const char* heading;
+  std::vector<ChartSpec> charts;
 };
+const std::vector<ChartSection>& chart_sections() {
+  static const std::vector<ChartSection> sections = {
+      {"Agent and update",
+       {{"Agent reward (mean over the step's plays)", "reward/mean", false},
+        {"Agent success rate", "reward/success_rate", true},
+        {"Policy-gradient loss", "actor/pg_loss", false},
+        {"Clip fraction", "actor/pg_clipfrac", true},
+        {"Truncated IS weight (mean)", "train/tis", false},
+        {"Entropy", "actor/entropy", false},
+        {"Gradient norm", "actor/grad_norm", false},
+        {"Sampler tokens per second", "perf/tokens_per_s", false}}},
+      // The environment supply (SPADE §6.2, Fig. 8 and 9, App. I.1): difficulty, then diversity and
+      // quality per regeneration (trainer/generation_stats.h; fixed-pool runs log their draws here).
+      {"Designer",
+       {{"Learnable share of designed environments", "designer/learnable_share", true},
+        {"Designer valid rate (admitted / attempts)", "designer/valid_rate", true},
+        {"Hint regret", "designer/regret", false},
+        {"Designer blend reward", "designer/blend", false},
+        {"Seed-copy rate of admitted programs", "designer/seed_copy_rate", true},
+        {"Vendi score of admitted programs (cosine of token 3-gram counts)", "designer/vendi_score", false},
+        {"Vendi score / programs", "designer/vendi_score_per_env", true},
+        {"Distinct reward levels per environment (over its window)", "designer/reward_levels", false},
+        {"Partial reward levels (0 < r < 1) per environment", "designer/partial_reward_levels", false},
+        {"Share of first observations stating a formula", "designer/formula_in_first_obs", true}}}};
+  return sections;
+}
 
 ChartSeries series_of(const RunMetrics& r, const std::string& key) {
   ChartSeries s{r.name, {}, {}};
@@ -166,25 +183,28 @@ std::string runs_report_html(const std::vector<RunMetrics>& runs) {
     b += "<h3>" + html_escape(key) + "</h3>\n" + svg_line_chart("step", key, series, std::make_pair(0.0, 1.0));
   }
   std::vector<std::string> missing;
-  b += "<h2>Training curves</h2>\n<div class=\"charts\">\n";
-  for (const ChartSpec& c : kCharts) {
-    std::vector<ChartSeries> series;
-    bool any = false;
-    for (const RunMetrics& r : runs) {
-      series.push_back(series_of(r, c.key));
-      any = any || !series.back().points.empty();
+  b += "<h2>Training curves</h2>\n";
+  for (const ChartSection& section : chart_sections()) {
+    b += "<h3>" + html_escape(section.heading) + "</h3>\n<div class=\"charts\">\n";
+    for (const ChartSpec& c : section.charts) {
+      std::vector<ChartSeries> series;
+      bool any = false;
+      for (const RunMetrics& r : runs) {
+        series.push_back(series_of(r, c.key));
+        any = any || !series.back().points.empty();
+      }
+      if (!any) {
+        missing.push_back(c.key);
+        continue;
+      }
+      b += "<figure class=\"chart\" data-metric=\"" + html_escape(c.key) + "\"><figcaption>" + html_escape(c.title) +
+           " (" + html_escape(c.key) + ")</figcaption>\n" +
+           svg_line_chart("step", c.key, series,
+                          c.unit_range ? std::optional<std::pair<double, double>>(std::make_pair(0.0, 1.0)) : std::nullopt) +
+           "</figure>\n";
     }
-    if (!any) {
-      missing.push_back(c.key);
-      continue;
-    }
-    b += "<figure class=\"chart\" data-metric=\"" + html_escape(c.key) + "\"><figcaption>" + html_escape(c.title) + " (" +
-         html_escape(c.key) + ")</figcaption>\n" +
-         svg_line_chart("step", c.key, series,
-                        c.unit_range ? std::optional<std::pair<double, double>>(std::make_pair(0.0, 1.0)) : std::nullopt) +
-         "</figure>\n";
+    b += "</div>\n";
   }
-  b += "</div>\n";
   if (!missing.empty()) {
     b += "<p class=\"empty\">Not logged by these runs: ";
     for (size_t i = 0; i < missing.size(); ++i) b += (i ? ", " : "") + html_escape(missing[i]);

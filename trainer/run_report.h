@@ -1,9 +1,12 @@
 // Comparing training runs as a page people look at: `spade report RUN_DIR... --out FILE.html` (one
 // self-contained HTML file, common/html.h: inline SVG, nothing fetched) plus a Markdown table.
 // Read from each run directory: metrics.jsonl (one JSON object per step), summary.json (totals) and
-// config.yaml's run name. Charts, one line per run, x = step: reward and success, learnable share,
-// valid rate, regret and blend, losses, clip fractions, TIS, entropy, tokens/s (a metric no run logged
-// is listed instead of drawn), and eval/<set>/success with its interval band when runs log
+// config.yaml's run name. Charts, one line per run, x = step, in two sections: agent and update
+// (reward and success, losses, clip fractions, TIS, entropy, tokens/s) and designer (learnable share,
+// valid rate, regret and blend, and per regeneration the seed-copy rate, the Vendi score of the
+// admitted programs and Vendi / n, distinct and partial reward levels per environment, the share of
+// first observations stating a formula: trainer/generation_stats.h); a metric no run logged is listed
+// instead of drawn; and eval/<set>/success with its interval band when runs log
 // eval/<set>/success_low / _high. Tables: per run the steps, wall time, designer totals with the
 // rejection reasons, and the agent's success at regeneration steps with and without the hint, each
 // with its 95% Wilson score interval (Wilson 1927) from summary.json's play counts.

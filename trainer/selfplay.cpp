@@ -9,6 +9,7 @@
 #include "trainer/checkpointing.h"
 #include "trainer/config_bridge.h"
 #include "trainer/device_memory.h"
+#include "trainer/generation_stats.h"
 #include "trainer/selfplay_dp.h"
 
 namespace spade::trainer {
@@ -69,6 +70,13 @@ std::vector<EpisodeRow> episode_rows(std::vector<EpisodeRow> rows, const std::ve
   }
   for (EpisodeRow& row : rows) row.step = step;
   return rows;
+}
+
+// Each play's reset() observation, for designer/formula_in_first_obs (trainer/generation_stats.h).
+std::vector<FirstObservation> first_observations(const std::vector<rollout::EpisodeResult>& plays) {
+  std::vector<FirstObservation> out;
+  for (const rollout::EpisodeResult& r : plays) out.push_back({r.sample.env_id, r.first_observation});
+  return out;
 }
 
 void record_agent_scores(const AgentScores& s, StepRecord& rec) {
@@ -153,6 +161,9 @@ void SelfPlay::step(int64_t t) {
     batch = std::move(closing.samples);
     rec.designer_scorings.push_back(closing.record);
   }
+  const bool fixed_pool = mode_ == SelfPlayMode::kFixedPool;
+  // The generation replaced at this step has closed its window: its reward levels and rollouts.h5 rows.
+  if (regeneration && t > 0) rec.closed_generations.push_back(close_generation(live_, fixed_pool, rec.step));
   std::map<std::string, uint64_t> hashes;  // closing and new generation: environment id -> program hash
   add_source_hashes(live_, hashes);
   // 2. Every k steps: a new generation, its hints and its hinted plays (r_hint).
@@ -165,6 +176,7 @@ void SelfPlay::step(int64_t t) {
   add_source_hashes(live_, hashes);
   // 3. Every live environment, plays_per_env times without the hint.
   std::vector<rollout::EpisodeResult> plays = play_live(t);
+  if (regeneration) describe_generation(live_, fixed_pool, first_observations(plays), *rec.generation);
   rec.rollout_s = seconds_since(rollout_start);
   // 4. Rewards, windows, regret and memory, advantages, filters; the last step flushes the designer buffer.
   const AgentScores scores = score_plays(t, regeneration, plays);
@@ -173,6 +185,7 @@ void SelfPlay::step(int64_t t) {
   rec.regret = mean_regret(live_);
   if (mode_ == SelfPlayMode::kSelfPlay) rec.window_blend = window_blend(live_, blend_config(config_.reward));
   rec.live_envs = static_cast<int64_t>(live_.size());
+  if (last) rec.closed_generations.push_back(close_generation(live_, fixed_pool, rec.step));  // its window ends
   if (last && !designer_buffer_.empty()) {
     DesignerBatch flushed = close_designer_window();
     for (rollout::Sample& s : flushed.samples) batch.push_back(std::move(s));
@@ -202,9 +215,6 @@ void SelfPlay::step(int64_t t) {
   if (config_.eval.every > 0 && ((t + 1) % config_.eval.every == 0 || last)) rec.eval = evaluate_heldout();
   // 7. Log the step record; 8. checkpoint on schedule.
   rec.episodes = episode_rows(std::move(rows), batch, frozen, generation.hinted, rec.step, hashes);
-  if (regeneration)
-    for (const LiveEnv& env : live_)
-      rec.new_environments.push_back({env.id, env.skill, env.code, env.hint, env.born, env.from_seed});
   log_step(rec, step_start, device);
   ++summary_.steps;
   checkpoint_on_schedule(t);
@@ -241,7 +251,10 @@ AgentScores SelfPlay::score_plays(int64_t t, bool regeneration, std::vector<roll
 
 void SelfPlay::log_step(StepRecord& rec, std::chrono::steady_clock::time_point start, c10::Device device) {
   const auto log_start = Clock::now();
-  if (dist_->is_main()) rollouts_->append(rec.episodes, rec.new_environments);
+  std::vector<EnvironmentRow> environments;  // of the generations whose window closed
+  for (const GenerationCloseRecord& c : rec.closed_generations)
+    environments.insert(environments.end(), c.environments.begin(), c.environments.end());
+  if (dist_->is_main()) rollouts_->append(rec.episodes, environments);
   rec.rollouts_h5_s = seconds_since(log_start);
   rec.max_rss_gb = static_cast<double>(peak_rss_bytes()) / (1 << 30);
   if (const std::optional<DeviceMemoryPeaks> gpu = device_memory_peaks(device)) {

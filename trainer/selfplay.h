@@ -6,10 +6,13 @@
 //
 // SelfPlay::step(t) is the list of phases, in docs/design.md's order, each returning a plain struct:
 //   1. score the designer samples whose delay is over (selfplay.designer_delay, default k: the closing
-//      generation's whole window; learner side, selfplay_learner.h);
+//      generation's whole window; learner side, selfplay_learner.h); at a regeneration, close the
+//      replaced generation's window (reward levels, its rollouts.h5 environment rows: generation_stats.h);
 //   2. every k steps, a new generation and its hinted plays (rollout side, selfplay_rollout.cpp);
-//   3. play the live environments (rollout side);
+//   3. play the live environments (rollout side); on a regeneration step, the new generation's Vendi
+//      score and formula-in-first-observation share (generation_stats.h);
 //   4. score the plays: rewards, windows, regret, memory, advantages, filters (selfplay_bookkeeping.h);
+//      the last step closes the live generation's window too;
 //   5. train the mixed batch (learner side; a frozen designer, selfplay.designer_train: false, keeps
 //      its scored samples out of it and logs them untrained);
 //   6. held-out evaluation on schedule (eval.*, heldout_eval.h; rollout side, rank 0; also once before

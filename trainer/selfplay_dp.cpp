@@ -8,7 +8,7 @@ namespace spade::trainer {
 nlohmann::json episode_to_json(const rollout::EpisodeResult& r) {
   return {{"sample", sample_to_json(r.sample)}, {"reward", r.reward},   {"terminated", r.terminated},
           {"truncated", r.truncated},           {"turns", r.turns},     {"failure", r.failure},
-          {"process", static_cast<int>(r.process)}, {"actions", r.actions}};
+          {"process", static_cast<int>(r.process)}, {"actions", r.actions}, {"first_observation", r.first_observation}};
 }
 
 rollout::EpisodeResult episode_from_json(const nlohmann::json& j) {
@@ -21,6 +21,7 @@ rollout::EpisodeResult episode_from_json(const nlohmann::json& j) {
   j.at("failure").get_to(r.failure);
   r.process = static_cast<envsandbox::CallStatus>(j.at("process").get<int>());
   j.at("actions").get_to(r.actions);
+  j.at("first_observation").get_to(r.first_observation);
   return r;
 }
 

@@ -19,6 +19,19 @@ void add_generation(const GenerationRecord& g, std::map<std::string, double>& m)
   for (const auto& [reason, n] : g.rejected_by_reason) m["designer/rejected_by_reason/" + reason] = d(n);
   m["designer/hint_reward"] = g.hint_reward;
   m["time/regen_s"] = g.regen_s;
+  // Diversity of the new generation (SPADE §6.2, Fig. 8: Vendi and Vendi / n) and the share whose
+  // first observation gives the rule away (App. I, Fig. 9); trainer/generation_stats.h.
+  if (g.vendi_score) {
+    m["designer/vendi_score"] = *g.vendi_score;
+    m["designer/vendi_score_per_env"] = *g.vendi_score / d(std::max<int64_t>(1, g.vendi_envs));
+  }
+  if (g.formula_in_first_obs) m["designer/formula_in_first_obs"] = *g.formula_in_first_obs;
+}
+
+// A generation whose window closed: how graded its rewards were (SPADE App. I.1.1).
+void add_close(const GenerationCloseRecord& c, std::map<std::string, double>& m) {
+  if (c.reward_levels) m["designer/reward_levels"] = *c.reward_levels;
+  if (c.partial_reward_levels) m["designer/partial_reward_levels"] = *c.partial_reward_levels;
 }
 
 void add_update(const StepRecord& r, std::map<std::string, double>& m) {
@@ -70,6 +83,7 @@ std::map<std::string, double> step_metrics(const StepRecord& r) {
     m["designer/scored_samples"] = d(s.scored_samples);
     m["designer/trained_samples"] = d(s.trained_samples);
   }
+  for (const GenerationCloseRecord& c : r.closed_generations) add_close(c, m);  // the last one's values stay
   m["designer/valid_rate"] = r.valid_rate;
   m["designer/regret"] = r.regret;
   add_update(r, m);

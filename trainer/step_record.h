@@ -1,7 +1,8 @@
 // One self-play step's record (docs/design.md "One self-play step", metric names of docs/design.md): what the
 // phases of SelfPlay::step return, gathered in one plain struct that becomes the metrics.jsonl line,
 // the TensorBoard scalars (step_metrics), the console line (console_line) and the rollouts.h5 rows
-// (episodes, new_environments). Torch-free plain data: thread-compatible.
+// (episodes, and the environments of the generations whose window closed). Torch-free plain data:
+// thread-compatible.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -23,6 +24,20 @@ struct GenerationRecord {
   double hint_reward = 0;              // mean r_hint of the generation
   int64_t regen_tokens = 0;            // sampled designer, hint and hinted-play tokens
   double regen_s = 0;                  // wall time of the regeneration and hinted plays
+  // Diversity and giveaways of the generation's measured environments (trainer/generation_stats.h:
+  // the designed ones; in fixed_pool mode the drawn pool programs); unset when it has none.
+  std::optional<double> vendi_score;           // designer/vendi_score over token 3-grams (common/code_ngrams.h)
+  int64_t vendi_envs = 0;                      // the n of that score (designer/vendi_score_per_env = score / n)
+  std::optional<double> formula_in_first_obs;  // share whose first observation states a formula
+};
+
+/// A generation whose window closed at this step (the regeneration that replaces it, or the run's
+/// last step): what its plays over the window showed (trainer/generation_stats.h close_generation).
+struct GenerationCloseRecord {
+  // Mean over the measured environments of the distinct reward values of each one's window, and of
+  // those strictly between 0 and 1 (SPADE App. I.1.1: graded vs binary rewards); unset when none.
+  std::optional<double> reward_levels, partial_reward_levels;
+  std::vector<EnvironmentRow> environments;  // rollouts.h5 rows of every environment of the generation
 };
 
 /// One scoring of buffered designer samples (the closing generation's, or the last step's flush).
@@ -38,6 +53,7 @@ struct StepRecord {
   int64_t step = 0;                        // the step number (rollout t + 1, selfplay.h)
   std::optional<GenerationRecord> generation;  // set on regeneration steps
   std::vector<DesignerScoringRecord> designer_scorings;  // in order; the last one's values are logged
+  std::vector<GenerationCloseRecord> closed_generations;  // in order; the last one's values are logged
   double window_blend = 0;                 // designer/blend when no designer sample is scored this step
   double valid_rate = 0, regret = 0;       // of the live generation
   int64_t live_envs = 0;
@@ -55,10 +71,8 @@ struct StepRecord {
   double rollout_s = 0, rollouts_h5_s = 0, step_s = 0, max_rss_gb = 0;
   std::optional<double> gpu_max_allocated_gb, gpu_max_reserved_gb;
   // rollouts.h5: every episode of the step (the trained batch, designer first, then the hinted plays;
-  // the samples are owned by the step and outlive the append) and, on a regeneration step, the new
-  // generation's environments.
+  // the samples are owned by the step and outlive the append); environment rows: closed_generations.
   std::vector<EpisodeRow> episodes;
-  std::vector<EnvironmentRow> new_environments;
   // Held-out evaluation on its schedule (eval.*): eval/<set>/... metrics (heldout_eval.h eval_metrics).
   std::map<std::string, double> eval;
 };

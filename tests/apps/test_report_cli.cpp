@@ -1,6 +1,7 @@
 // `spade report` by the real binary on two run directories written here: the page loaded in headless
-// Chromium draws one legend entry and one line per run in every chart a run logged, the interval band
-// of the held-out evaluation, the runs table, and fetches nothing; the Markdown file holds the table.
+// Chromium draws one legend entry and one line per run in every chart a run logged (the designer's
+// per-regeneration metrics in the designer section), the interval band of the held-out evaluation,
+// the runs table, and fetches nothing; the Markdown file holds the table.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -33,15 +34,25 @@ TEST(ReportCli, TwoRunsOnOnePageRenderedInChromium) {
   fs::create_directories(a);
   fs::create_directories(b);
   std::string ma, mb;
+  // Per-regeneration designer metrics (k = 2): the new generation's at steps 1, 3, 5; the closing
+  // generation's reward levels at 3 and 5.
+  const auto regeneration = [](int s, double vendi, double formula) {
+    if (s % 2 == 0) return std::string();
+    std::string m = ", \"designer/vendi_score\": " + std::to_string(vendi) + ", \"designer/vendi_score_per_env\": " +
+                    std::to_string(vendi / 4) + ", \"designer/formula_in_first_obs\": " + std::to_string(formula);
+    if (s > 1) m += ", \"designer/reward_levels\": " + std::to_string(vendi / 2);
+    return m;
+  };
   for (int s = 1; s <= 6; ++s) {
     const double x = s / 6.0;
     ma += "{\"step\": " + std::to_string(s) + ", \"reward/success_rate\": " + std::to_string(0.1 + 0.5 * x) +
           ", \"designer/valid_rate\": 1.0, \"actor/entropy\": " + std::to_string(1.0 - 0.3 * x) +
           ", \"eval/heldout/success\": " + std::to_string(0.2 + 0.3 * x) + ", \"eval/heldout/success_low\": " +
-          std::to_string(0.1 + 0.3 * x) + ", \"eval/heldout/success_high\": " + std::to_string(0.3 + 0.3 * x) + "}\n";
+          std::to_string(0.1 + 0.3 * x) + ", \"eval/heldout/success_high\": " + std::to_string(0.3 + 0.3 * x) +
+          regeneration(s, 3.5 - x, 0.25) + "}\n";
     if (s <= 4)
       mb += "{\"step\": " + std::to_string(s) + ", \"reward/success_rate\": " + std::to_string(0.6 - 0.4 * x) +
-            ", \"designer/valid_rate\": 0.5, \"actor/entropy\": 0.8}\n";
+            ", \"designer/valid_rate\": 0.5, \"actor/entropy\": 0.8" + regeneration(s, 1.5, 0.5) + "}\n";
   }
   spade::write_file_atomic(a + "/metrics.jsonl", ma);
   spade::write_file_atomic(b + "/metrics.jsonl", mb);
@@ -68,12 +79,18 @@ TEST(ReportCli, TwoRunsOnOnePageRenderedInChromium) {
   EXPECT_EQ(count(page.dom, "<tr class=\"run\">"), 2u);
   // Charts of the logged metrics (success rate, valid rate, entropy) with two legend entries each; the
   // held-out chart has run-a only (run-b logged no eval), with its band; unlogged metrics are listed.
-  for (const char* metric : {"reward/success_rate", "designer/valid_rate", "actor/entropy"}) {
+  for (const char* metric : {"reward/success_rate", "designer/valid_rate", "actor/entropy", "designer/vendi_score",
+                             "designer/vendi_score_per_env", "designer/reward_levels", "designer/formula_in_first_obs"}) {
     const size_t at = page.dom.find(std::string("data-metric=\"") + metric + "\"");
     ASSERT_NE(at, std::string::npos) << metric;
     const std::string fig = page.dom.substr(at, page.dom.find("</figure>", at) - at);
     EXPECT_EQ(count(fig, "class=\"legend-entry\""), 2u) << metric;
   }
+  // The per-regeneration metrics are in the designer section, after its heading.
+  const size_t designer = page.dom.find("<h3>Designer</h3>");
+  ASSERT_NE(designer, std::string::npos);
+  EXPECT_GT(page.dom.find("data-metric=\"designer/vendi_score\""), designer);
+  EXPECT_GT(page.dom.find("data-metric=\"designer/formula_in_first_obs\""), designer);
   EXPECT_EQ(count(page.dom, "class=\"band\""), 1u);  // run-a's, in the eval chart
   EXPECT_NE(page.dom.find("Not logged by these runs: reward/mean"), std::string::npos);
   // Drawn: lines in both runs' colours (series_color 0 = #4e79a7, 1 = #f28e2b), well beyond the legend

@@ -4,10 +4,13 @@
 Checks the layout (format attribute, N + 1 offsets starting at 0, non-decreasing, ending at the
 values' length; equal tokens/loss_mask/rollout_logprobs lengths; environment source hashes equal
 FNV-1a 64 of the stored source) and prints every row as JSON:
-{"format", "total_episodes", "episodes": [...], "environments": [...]}. Exits 1 on a violation.
+{"format", "total_episodes", "episodes": [...], "environments": [...]} (a NaN win_rate or regret as
+null). Checks too that every /environments column has the same number of rows and that `closed` is
+non-decreasing (rows are written in step order). Exits 1 on a violation.
 Usage: read_rollouts_h5.py ROLLOUTS_H5
 """
 import json
+import math
 import sys
 
 import h5py
@@ -32,11 +35,17 @@ def text(group, name, n):
     return [bytes(x).decode("utf-8") for x in ragged(group, name, name + "_offsets", n)]
 
 
+def number(x):
+    """A float64 cell as JSON: NaN (no play, no hint) becomes null."""
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
 def main(path):
     f = h5py.File(path, "r")
     fmt = f.attrs["format"]
     fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
-    if fmt != "spade-rollouts-2":
+    if fmt != "spade-rollouts-3":
         raise ValueError(f"format attribute is {fmt!r}")
     ep = f["episodes"]
     n = len(ep["id"])
@@ -64,15 +73,22 @@ def main(path):
             "loss_mask": [int(x) for x in mask[i]], "rollout_logprobs": [float(x) for x in logp[i]]})
     env = f["environments"]
     m = len(env["born"])
+    for name in ("closed", "from_seed", "source_hash", "window_plays", "win_rate", "regret"):
+        if len(env[name]) != m:
+            raise ValueError(f"/environments/{name} has {len(env[name])} rows, /environments/born {m}")
+    closed = [int(x) for x in env["closed"][()]]
+    if any(closed[i] > closed[i + 1] for i in range(m - 1)):
+        raise ValueError("/environments/closed is not in step order")
     ids, skills, sources, hints = (text(env, k, m) for k in ("id", "skill", "source", "hint"))
     environments = []
     for i in range(m):
         h = int(env["source_hash"][i])
         if h != fnv1a64(sources[i].encode("utf-8")):
             raise ValueError(f"/environments/source_hash[{i}] differs from FNV-1a of the stored source")
-        environments.append({"id": ids[i], "skill": skills[i], "born": int(env["born"][i]),
+        environments.append({"id": ids[i], "skill": skills[i], "born": int(env["born"][i]), "closed": closed[i],
                              "from_seed": int(env["from_seed"][i]), "source_hash": str(h),
-                             "source": sources[i], "hint": hints[i]})
+                             "window_plays": int(env["window_plays"][i]), "win_rate": number(env["win_rate"][i]),
+                             "regret": number(env["regret"][i]), "source": sources[i], "hint": hints[i]})
     print(json.dumps({"format": fmt, "total_episodes": int(f.attrs["total_episodes"]),
                       "episodes": episodes, "environments": environments}))
 

@@ -192,7 +192,10 @@ FixtureRun run_fixture(const std::string& name, const std::string& extra_corpus 
     e["step"] = e["step"].get<int>() - 1;
     e["rollout_id"] = e["rollout_id"].get<int>() - 1;
   }
-  for (json& e : h5["environments"]) e["born"] = e["born"].get<int>() - 1;
+  for (json& e : h5["environments"]) {
+    e["born"] = e["born"].get<int>() - 1;
+    e["closed"] = e["closed"].get<int>() - 1;
+  }
   out.episodes = h5["episodes"];
   for (const json& e : h5["environments"]) out.env_table[e["id"].get<std::string>()] = e;
   return out;
@@ -316,6 +319,14 @@ TEST(DelayedDesigner, AdmittedSamplesTrainedAtKFirstWithCentredAdvantagesAndStal
       EXPECT_EQ(window_steps, (std::set<int>{born, born + 1})) << id;  // a full k = 2 step window
       const double regret = mean_of(hinted) - mean_of(nohint);
       blends.push_back(blend_by_hand(regret, mean_of(window)));
+      // Its /environments row, written when the window closed (this step), carries the same regret
+      // and the window's win rate (plays with reward > 0).
+      double wins = 0;
+      for (double r : window) wins += r > 0;
+      EXPECT_EQ(env_table[id]["closed"], t) << id;
+      EXPECT_EQ(env_table[id]["window_plays"], static_cast<int>(window.size())) << id;
+      EXPECT_NEAR(env_table[id]["win_rate"].get<double>(), wins / window.size(), 1e-12) << id;
+      EXPECT_NEAR(env_table[id]["regret"].get<double>(), regret, 1e-12) << id;
       EXPECT_NEAR((*d)["reward"].get<double>(), blends.back(), 1e-12) << id;
     }
     double blend_sum = 0;

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "common/error.h"
 #include "tests/trainer/spawn_helpers.h"
@@ -57,16 +58,29 @@ TEST(RolloutLog, AppendTruncateAndReadWithH5py) {
   }
   rollout::Sample hinted = make_sample(rollout::Role::Agent, 2, 0, "game_0");
   rows.push_back({&hinted, 0, /*hinted=*/true, /*trained=*/false, false, true, 5, source_hash(code)});
-  log.append(rows, {{"game_0", "logic", code, "go left", 0, false}});
+  log.append(rows, {});
+  // Environment rows are written when their window closes: game_0 (born at 0) at step 1 with its
+  // window's 4 plays, 3 won, and hint regret 0.25; seed_x (born at 1, a fixed-pool draw: no hint, so
+  // regret NaN) at step 2 after 2 plays, 1 won.
+  EnvironmentRow game0{"game_0", "logic", code, "go left", 0, false};
+  game0.closed = 1;
+  game0.window_plays = 4;
+  game0.win_rate = 0.75;
+  game0.regret = 0.25;
+  EnvironmentRow seed_x{"seed_x", "logic", "class SEnv: pass\n", "", 1, true};
+  seed_x.closed = 2;
+  seed_x.window_plays = 2;
+  seed_x.win_rate = 0.5;
+  seed_x.regret = std::numeric_limits<double>::quiet_NaN();
   std::vector<rollout::Sample> step1 = {make_sample(rollout::Role::Designer, 4, 0, "game_0"),
                                         make_sample(rollout::Role::Agent, 2, 1, "game_0")};
-  log.append({{&step1[0], 1}, {&step1[1], 1}}, {});
+  log.append({{&step1[0], 1}, {&step1[1], 1}}, {game0});
   rollout::Sample s2 = make_sample(rollout::Role::Agent, 5, 2, "seed_x");
-  log.append({{&s2, 2}}, {{"seed_x", "logic", "class SEnv: pass\n", "", 2, true}});
+  log.append({{&s2, 2}}, {seed_x});
   EXPECT_EQ(log.num_episodes(), 6);
 
   nlohmann::json j = testutil::read_rollouts_h5(path, (dir / "read.json").string());
-  EXPECT_EQ(j["format"], "spade-rollouts-2");
+  EXPECT_EQ(j["format"], "spade-rollouts-3");
   EXPECT_EQ(j["total_episodes"], 6);
   ASSERT_EQ(j["episodes"].size(), 6u);
   const auto& e0 = j["episodes"][0];
@@ -87,20 +101,35 @@ TEST(RolloutLog, AppendTruncateAndReadWithH5py) {
   EXPECT_EQ(j["episodes"][3]["step"], 1);
   EXPECT_EQ(j["episodes"][3]["rollout_id"], 0);
   ASSERT_EQ(j["environments"].size(), 2u);
-  EXPECT_EQ(j["environments"][0]["source"], code);  // UTF-8 text round trip
-  EXPECT_EQ(j["environments"][0]["hint"], "go left");
+  const auto& g0 = j["environments"][0];
+  EXPECT_EQ(g0["source"], code);  // UTF-8 text round trip
+  EXPECT_EQ(g0["hint"], "go left");
+  EXPECT_EQ(g0["born"], 0);
+  EXPECT_EQ(g0["closed"], 1);
+  EXPECT_EQ(g0["window_plays"], 4);
+  EXPECT_EQ(g0["win_rate"].get<double>(), 0.75);
+  EXPECT_EQ(g0["regret"].get<double>(), 0.25);
   EXPECT_EQ(j["environments"][1]["from_seed"], 1);
+  EXPECT_EQ(j["environments"][1]["closed"], 2);
+  EXPECT_EQ(j["environments"][1]["win_rate"].get<double>(), 0.5);
+  EXPECT_TRUE(j["environments"][1]["regret"].is_null());  // NaN: no hint played
 
-  // Resume at step 1: rows of steps >= 1 and the environment born at 2 are dropped; appends continue.
+  // Resume at step 2: the episode of step 2 and seed_x's row (written at step 2, though born at 1) are
+  // dropped, game_0's (written at 1) is kept; the redone step appends them again.
   RolloutLog reopened(path);
-  EXPECT_TRUE(reopened.truncate(1));
-  EXPECT_EQ(reopened.num_episodes(), 3);
-  reopened.append({{&step1[1], 1}}, {});
+  EXPECT_TRUE(reopened.truncate(2));
+  EXPECT_EQ(reopened.num_episodes(), 5);
   j = testutil::read_rollouts_h5(path, (dir / "read2.json").string());
-  ASSERT_EQ(j["episodes"].size(), 4u);
-  EXPECT_EQ(j["episodes"][3]["id"], 3);
-  EXPECT_EQ(j["episodes"][3]["tokens"], nlohmann::json({1, 2, 100, 101}));
-  EXPECT_EQ(j["environments"].size(), 1u);
+  ASSERT_EQ(j["environments"].size(), 1u);
+  EXPECT_EQ(j["environments"][0]["id"], "game_0");
+  reopened.append({{&s2, 2}}, {seed_x});
+  j = testutil::read_rollouts_h5(path, (dir / "read3.json").string());
+  ASSERT_EQ(j["episodes"].size(), 6u);
+  EXPECT_EQ(j["episodes"][5]["id"], 5);
+  EXPECT_EQ(j["episodes"][5]["tokens"], nlohmann::json({1, 2, 100, 101, 102, 103, 104}));
+  ASSERT_EQ(j["environments"].size(), 2u);
+  EXPECT_EQ(j["environments"][1]["id"], "seed_x");
+  EXPECT_EQ(j["environments"][1]["closed"], 2);
 
   // A file torn by a kill is set aside and replaced.
   write_file_atomic(path, "not hdf5");
@@ -111,7 +140,8 @@ TEST(RolloutLog, AppendTruncateAndReadWithH5py) {
 }
 
 // A rollouts.h5 of another format version (here format 1, whose env_source_hash used a wrong FNV
-// offset basis) is refused by name on open, never appended to: its hashes would not be comparable.
+// offset basis; format 2 had no closed column to cut environments by) is refused by name on open,
+// never appended to.
 TEST(RolloutLog, OtherFormatVersionIsRefusedByName) {
   const fs::path dir = fs::path(SPADE_TEST_TMP) / "rollout_log_v1";
   fs::remove_all(dir);
@@ -130,7 +160,7 @@ TEST(RolloutLog, OtherFormatVersionIsRefusedByName) {
   } catch (const spade::Error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("spade-rollouts-1"), std::string::npos) << what;
-    EXPECT_NE(what.find("spade-rollouts-2"), std::string::npos) << what;
+    EXPECT_NE(what.find("spade-rollouts-3"), std::string::npos) << what;
     EXPECT_NE(what.find(path.string()), std::string::npos) << what;
   }
 }

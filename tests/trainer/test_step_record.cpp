@@ -1,6 +1,6 @@
 // The step record's metrics line and console line (trainer/step_record.h) on hand-made records: which
-// keys appear on which steps, the last designer scoring winning, and the derived throughput values
-// (worked out in the comments).
+// keys appear on which steps, the last designer scoring (and closed generation) winning, and the
+// derived throughput values (worked out in the comments).
 #include <gtest/gtest.h>
 
 #include "trainer/step_record.h"
@@ -21,7 +21,16 @@ StepRecord regeneration_record() {
   g.hint_reward = 0.5;
   g.regen_tokens = 40;
   g.regen_s = 2;
+  g.vendi_score = 1.5;
+  g.vendi_envs = 3;
+  g.formula_in_first_obs = 0.25;
   r.generation = g;
+  GenerationCloseRecord closing, last;  // the generation closing at this regeneration, then the new one at the last step
+  closing.reward_levels = 2.5;
+  closing.partial_reward_levels = 1;
+  last.reward_levels = 1.5;
+  last.partial_reward_levels = 0.5;
+  r.closed_generations = {closing, last};
   r.designer_scorings.push_back({0.1, 2, 3, 3, {{"math", 0.2}}});                // the closing generation
   r.designer_scorings.push_back({0.3, 4, 2, 1, {{"math", 0.25}, {"logic", 0.5}}});  // the last step's flush
   r.window_blend = 0.9;
@@ -61,6 +70,13 @@ TEST(StepRecord, RegenerationStepKeysAndTheLastDesignerScoring) {
   EXPECT_EQ(m.at("perf/tokens_per_s"), 25);       // (60 agent + 40 regeneration tokens) / 4 s
   EXPECT_EQ(m.at("perf/train_tokens_per_s"), 5);  // 10 tokens / 2 s
   EXPECT_EQ(m.at("envs/live"), 2);
+  // The new generation's diversity: Vendi 1.5 over 3 programs is 0.5 per environment.
+  EXPECT_EQ(m.at("designer/vendi_score"), 1.5);
+  EXPECT_EQ(m.at("designer/vendi_score_per_env"), 0.5);
+  EXPECT_EQ(m.at("designer/formula_in_first_obs"), 0.25);
+  // Two generations closed at this step: the later (the last step's) levels are logged.
+  EXPECT_EQ(m.at("designer/reward_levels"), 1.5);
+  EXPECT_EQ(m.at("designer/partial_reward_levels"), 0.5);
   // Optional keys absent: no KL reference, no peak_tflops, no GPU.
   for (const char* key : {"actor/kl_loss", "perf/mfu", "perf/max_memory_allocated_gb", "step"})
     EXPECT_EQ(m.count(key), 0u) << key;
@@ -70,6 +86,7 @@ TEST(StepRecord, PlainStepLogsTheWindowEstimateAndNoRegenerationKeys) {
   StepRecord r = regeneration_record();
   r.generation.reset();
   r.designer_scorings.clear();
+  r.closed_generations.clear();
   r.log_kl = true;
   r.update.kl = 0.75;
   r.mfu = 0.125;
@@ -80,7 +97,9 @@ TEST(StepRecord, PlainStepLogsTheWindowEstimateAndNoRegenerationKeys) {
   EXPECT_EQ(m.at("actor/kl_loss"), 0.75);
   EXPECT_EQ(m.at("perf/mfu"), 0.125);
   for (const char* key : {"designer/attempts", "designer/hint_reward", "time/regen_s", "designer/scale",
-                          "designer/trained_samples", "designer/lp_gap/math"})
+                          "designer/trained_samples", "designer/lp_gap/math", "designer/vendi_score",
+                          "designer/vendi_score_per_env", "designer/formula_in_first_obs", "designer/reward_levels",
+                          "designer/partial_reward_levels"})
     EXPECT_EQ(m.count(key), 0u) << key;
 }
 
