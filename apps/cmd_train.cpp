@@ -1,3 +1,6 @@
+#include <torch/cuda.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -8,6 +11,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "trainer/config_checks.h"
+#include "trainer/device_memory.h"
 #include "trainer/launch_local.h"
 #include "trainer/run_plan.h"
 #include "trainer/train.h"
@@ -33,9 +37,26 @@ trainer::TrainOptions train_options(const ConfigArgs& args, bool selfplay) {
   return o;
 }
 
+// What the dry-run's plan sees of this machine: the launcher's WORLD_SIZE and, when a GPU is visible,
+// the total memory of the one this rank would train on (train.device cuda:N, else cuda:LOCAL_RANK).
+trainer::PlanMachine this_machine(const trainer::Config& c) {
+  trainer::PlanMachine m;
+  if (const char* w = std::getenv("WORLD_SIZE")) m.world_size = std::max(0, std::atoi(w));
+  if (!torch::cuda::is_available()) return m;
+  m.gpu_visible = true;
+  const char* local = std::getenv("LOCAL_RANK");
+  int index = local ? std::atoi(local) : 0;
+  if (c.train.device.rfind("cuda:", 0) == 0) index = std::atoi(c.train.device.c_str() + 5);
+  if (index < 0 || index >= static_cast<int>(torch::cuda::device_count())) return m;
+  const c10::Device device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index));
+  m.gpu_name = device.str();
+  m.gpu_bytes = trainer::device_total_bytes(device).value_or(0);
+  return m;
+}
+
 // `train --dry-run`, `config check`: what the run would do; touches nothing under run.out_dir.
 int print_plan(const trainer::Config& c, const std::string& source) {
-  std::printf("config %s: ok\n%s", source.c_str(), trainer::describe(trainer::plan_run(c), c).c_str());
+  std::printf("config %s: ok\n%s", source.c_str(), trainer::describe(trainer::plan_run(c, this_machine(c)), c).c_str());
   return 0;
 }
 

@@ -43,6 +43,12 @@ struct TokenizerConfig {
 
 struct ModelConfigYaml {
   std::string init_checkpoint;       // HF directory to start from; "" -> random init with the shape below
+  // The architecture of init_checkpoint by name (policy/model_shapes.h checkpoint_shape_names(): e.g.
+  // qwen3-8b), for a config written before the checkpoint is on disk (the paper configs): the dry-run's
+  // plan and memory estimate use it while init_checkpoint is empty or absent; check_inputs checks a
+  // present checkpoint's config.json against it; `spade train` refuses to start while init_checkpoint
+  // is empty (a named shape is never randomly initialised). "" = no named shape.
+  std::string shape;
   int hidden_size = 256;
   int intermediate_size = 688;
   int num_hidden_layers = 4;
@@ -235,6 +241,9 @@ struct DistributedYaml {
   double bucket_mb = 25;          // gradient all-reduce bucket size: torch DDP's bucket_cap_mb default
   double timeout_s = 1800;        // rendezvous + collective timeout: torch's default_pg_timeout (30 min);
                                   // the cold start runs on rank 0 alone while the others wait
+  int world_size = 0;             // ranks the run is meant for: > 0: `spade train` refuses another launched
+                                  // WORLD_SIZE, and the dry-run's plan deals plays over this many ranks;
+                                  // 0: whatever the launcher starts (the dry-run assumes WORLD_SIZE, else 1)
 };
 
 // Where and how the policy trains (issue 5: device selection, activation checkpointing, bf16 autocast).
@@ -247,6 +256,10 @@ struct TrainYaml {
                                         // (policy/transformer.h AttentionBackend; auto = sdpa on CUDA)
   double peak_tflops = 0;               // > 0: log perf/mfu against this per-device peak (e.g. 989 for an
                                         // H100/H200 SXM in dense bf16); 0: not logged
+  double gpu_memory_gb = 80;            // per-GPU memory (GiB, 2^30 bytes) the dry-run's memory estimate
+                                        // checks a CUDA run against when no GPU is visible to the dry-run
+                                        // (a visible GPU's own total is used instead); 80: an A100/H100
+                                        // 80GB. The paper does not name its GPUs (trainer/memory_estimate.h)
 };
 
 struct Config {

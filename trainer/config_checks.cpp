@@ -7,7 +7,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/atomic_file.h"
 #include "common/error.h"
+#include "policy/model_config.h"
+#include "policy/model_shapes.h"
 #include "rollout/prompts.h"
 #include "trainer/config_keys.h"
 
@@ -150,9 +153,58 @@ void check_cross_keys(const Config& c, const Checker& ck) {
   ck.require(c.eval.temperature == 0 || c.eval.temperature >= 1e-5, {{"eval.temperature", c.eval.temperature}},
              "eval.temperature must be 0 (greedy) or >= 1e-5");
   // The KL penalty is to a frozen reference policy loaded from disk (so a resumed run has the same).
-  if (c.loss.kl_coef != 0 && c.loss.kl_reference.empty() && c.model.init_checkpoint.empty())
+  // A named model.shape stands for the init checkpoint still to be filled in (train requires it).
+  if (c.loss.kl_coef != 0 && c.loss.kl_reference.empty() && c.model.init_checkpoint.empty() && c.model.shape.empty())
     throw Error(ck.at("loss.kl_coef") + ": loss.kl_reference must be set (an HF checkpoint directory) when "
                 "loss.kl_coef > 0 and model.init_checkpoint is empty");
+  // model.shape names a checkpoint's architecture: the random-init keys would be ignored, so changing
+  // them beside it is a mistake to report, not to ignore. (Compared with the defaults, not by where they
+  // were set: a saved config.yaml lists every key.)
+  if (!c.model.shape.empty()) {
+    const ModelConfigYaml d;
+    const std::pair<const char*, bool> changed[] = {
+        {"model.hidden_size", m.hidden_size != d.hidden_size},
+        {"model.intermediate_size", m.intermediate_size != d.intermediate_size},
+        {"model.num_hidden_layers", m.num_hidden_layers != d.num_hidden_layers},
+        {"model.num_attention_heads", m.num_attention_heads != d.num_attention_heads},
+        {"model.num_key_value_heads", m.num_key_value_heads != d.num_key_value_heads},
+        {"model.max_position_embeddings", m.max_position_embeddings != d.max_position_embeddings},
+        {"model.rope_theta", m.rope_theta != d.rope_theta},
+        {"model.rms_norm_eps", m.rms_norm_eps != d.rms_norm_eps},
+        {"model.tie_word_embeddings", m.tie_word_embeddings != d.tie_word_embeddings},
+        {"model.init_std", m.init_std != d.init_std}};
+    for (const auto& [key, differs] : changed)
+      if (differs)
+        throw Error(ck.at(key) + ": " + key + " shapes a randomly initialised model, but model.shape = " +
+                    c.model.shape + " (at " + ck.at("model.shape") +
+                    ") names a checkpoint's architecture; drop one of them");
+  }
+}
+
+// "" when `file` (a config.json) has the tensor shapes of checkpoint shape `name`, else what differs.
+std::string shape_mismatch(const policy::ModelConfig& file, const std::string& name) {
+  const policy::ModelConfig want = policy::checkpoint_shape(name);
+  std::string out;
+  auto cmp = [&](const char* field, int64_t got, int64_t expected) {
+    if (got != expected)
+      out += (out.empty() ? "" : ", ") + std::string(field) + " " + std::to_string(got) + " (" + name + ": " +
+             std::to_string(expected) + ")";
+  };
+  cmp("vocab_size", file.vocab_size, want.vocab_size);
+  cmp("hidden_size", file.hidden_size, want.hidden_size);
+  cmp("num_hidden_layers", file.num_hidden_layers, want.num_hidden_layers);
+  cmp("num_attention_heads", file.num_attention_heads, want.num_attention_heads);
+  cmp("num_key_value_heads", file.kv_heads(), want.kv_heads());
+  cmp("head_dim", file.head_size(), want.head_size());
+  cmp("num_experts", file.num_experts, want.num_experts);
+  if (want.num_experts > 0) {
+    cmp("num_experts_per_tok", file.num_experts_per_tok, want.num_experts_per_tok);
+    cmp("moe_intermediate_size", file.moe_intermediate_size, want.moe_intermediate_size);
+  } else {
+    cmp("intermediate_size", file.intermediate_size, want.intermediate_size);
+  }
+  cmp("tie_word_embeddings", file.tie_word_embeddings, want.tie_word_embeddings);
+  return out;
 }
 
 void require_path(const std::string& source, const std::string& key, const std::string& path, bool directory,
@@ -186,12 +238,28 @@ void check_inputs(const Config& c, const std::string& source) {
     require_path(source, "selfplay.pool_dir", c.selfplay.pool_dir, true, "a fixed pool, <skill>/<name>.py");
   for (const std::string& p : c.eval.sets)
     require_path(source, "eval.sets", p, true, "an environment set, <skill>/<name>.py");
-  if (!c.model.init_checkpoint.empty())
-    require_path(source, "model.init_checkpoint", c.model.init_checkpoint + "/config.json", false,
-                 "an HF checkpoint directory holds config.json");
+  if (!c.model.init_checkpoint.empty()) {
+    const std::string file = c.model.init_checkpoint + "/config.json";
+    require_path(source, "model.init_checkpoint", file, false, "an HF checkpoint directory holds config.json");
+    if (!c.model.shape.empty()) {
+      const std::string diff = shape_mismatch(
+          policy::ModelConfig::from_json(nlohmann::json::parse(read_file(file)), file), c.model.shape);
+      if (!diff.empty())
+        throw Error(source + ": model.init_checkpoint: " + file + " is not a " + c.model.shape +
+                    " (model.shape): " + diff + "; fix model.shape or the checkpoint path");
+    }
+  }
   if (c.loss.kl_coef != 0 && !c.loss.kl_reference.empty())
     require_path(source, "loss.kl_reference", c.loss.kl_reference + "/config.json", false,
                  "an HF checkpoint directory holds config.json");
+}
+
+void check_trainable(const Config& c, const std::string& source) {
+  if (!c.model.shape.empty() && c.model.init_checkpoint.empty())
+    throw Error(source + ": model.init_checkpoint is empty: model.shape = " + c.model.shape +
+                " names the architecture of a pretrained checkpoint, which this config trains from; set "
+                "model.init_checkpoint to its Hugging Face directory (e.g. --set model.init_checkpoint=DIR), "
+                "or clear model.shape to train a randomly initialised model.* shape");
 }
 
 }  // namespace spade::trainer

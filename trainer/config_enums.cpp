@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "envsandbox/sandbox.h"
 #include "policy/checkpoint.h"
+#include "policy/model_shapes.h"
 #include "policy/transformer.h"
 #include "reward/designer_reward.h"
 #include "rollout/sampler.h"
@@ -52,6 +53,9 @@ void lr_schedule(const std::string& v, const std::string& key, const std::string
 void device(const std::string& v, const std::string& key, const std::string& at) {
   if (!valid_device_spec(v))
     throw Error(at + ": " + key + " must be auto, cpu, cuda or cuda:N (N a GPU index), not '" + v + "'");
+}
+void model_shape(const std::string& v, const std::string& key, const std::string& at) {
+  if (!v.empty()) with_parser(key, at, [&] { policy::checkpoint_shape(v); });
 }
 void checkpoint_dtype(const std::string& v, const std::string& key, const std::string& at) {
   with_parser(key, at, [&] { policy::checkpoint_dtype(v); });

@@ -55,6 +55,7 @@ void visit(C& c, F&& f) {
   f("train.autocast", c.train.autocast, one_of(e::autocast));
   f("train.attention", c.train.attention, one_of(e::attention));
   f("train.peak_tflops", c.train.peak_tflops, at_least(0, "0: perf/mfu not logged"));
+  f("train.gpu_memory_gb", c.train.gpu_memory_gb, above(0, "GiB per GPU, for the dry-run's memory estimate"));
   f("corpus.path", c.corpus.path, any());            // must exist when set (check_inputs)
   f("corpus.build_from", c.corpus.build_from, any());  // each must exist (check_inputs)
   f("corpus.max_words", c.corpus.max_words, at_least(1));
@@ -64,6 +65,7 @@ void visit(C& c, F&& f) {
   f("tokenizer.path", c.tokenizer.path, any());      // must exist when set (check_inputs)
   f("tokenizer.vocab_size", c.tokenizer.vocab_size, at_least(256, "the 256 byte pieces"));
   f("model.init_checkpoint", c.model.init_checkpoint, any());  // an HF directory when set (check_inputs)
+  f("model.shape", c.model.shape, one_of(e::model_shape));      // "" or a checkpoint shape name
   f("model.hidden_size", c.model.hidden_size, at_least(1));
   f("model.intermediate_size", c.model.intermediate_size, at_least(1));
   f("model.num_hidden_layers", c.model.num_hidden_layers, at_least(1));
@@ -185,6 +187,7 @@ void visit(C& c, F&& f) {
   f("distributed.backend", c.distributed.backend, one_of(e::distributed_backend));
   f("distributed.bucket_mb", c.distributed.bucket_mb, above(0));
   f("distributed.timeout_s", c.distributed.timeout_s, above(0));
+  f("distributed.world_size", c.distributed.world_size, at_least(0, "0: whatever the launcher starts"));
 }
 
 }  // namespace spade::trainer::config_keys

@@ -42,4 +42,17 @@ std::optional<int64_t> device_free_bytes(const c10::Device& device) {
 #endif
 }
 
+std::optional<int64_t> device_total_bytes(const c10::Device& device) {
+#ifdef SPADE_CUDA_ALLOCATOR_STATS
+  if (!device.is_cuda()) return std::nullopt;
+  c10::cuda::CUDAGuard guard(device.has_index() ? device.index() : 0);
+  size_t free_bytes = 0, total_bytes = 0;
+  C10_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return static_cast<int64_t>(total_bytes);
+#else
+  (void)device;
+  return std::nullopt;
+#endif
+}
+
 }  // namespace spade::trainer

@@ -28,4 +28,8 @@ void reset_device_memory_peaks(const c10::Device& device);
 /// CUDA device or this build has no CUDA. Throws c10::Error for a device index that does not exist.
 std::optional<int64_t> device_free_bytes(const c10::Device& device);
 
+/// Total bytes of `device` (cudaMemGetInfo's total, torch.cuda.mem_get_info()[1]): what the dry-run's
+/// memory estimate is checked against when a GPU is visible. nullopt as device_free_bytes.
+std::optional<int64_t> device_total_bytes(const c10::Device& device);
+
 }  // namespace spade::trainer

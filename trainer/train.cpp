@@ -16,6 +16,7 @@
 #include "rollout/prompts.h"
 #include "trainer/checkpointing.h"
 #include "trainer/config_bridge.h"
+#include "trainer/config_checks.h"
 #include "trainer/config_model.h"
 #include "trainer/device.h"
 #include "trainer/distributed.h"
@@ -179,6 +180,8 @@ Config load_run_config(const std::string& run_dir, const std::vector<std::string
 std::string run_train(const Config& config, const TrainOptions& options, const LogFn& main_log) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string command = options.selfplay ? "train" : "sft";
+  // A named model.shape needs its checkpoint (config_checks.h; the dry-run plans without it).
+  check_trainable(config, command);
   if (options.resume && options.overwrite)
     throw Error(command + ": --resume continues a run and --overwrite replaces it; pass one of them");
   // The run directory, checked before anything is written and before the ranks of a data-parallel
@@ -188,6 +191,11 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
       /*offer_resume=*/options.selfplay, options.inputs);
   // One rank of a data-parallel job when launched so (distributed.h); else world size 1, no group.
   const DistributedEnv env = distributed_env_from_process();
+  if (config.distributed.world_size > 0 && env.world_size != config.distributed.world_size)
+    throw Error(command + ": distributed.world_size = " + std::to_string(config.distributed.world_size) +
+                " but this run was launched with " + std::to_string(env.world_size) +
+                " rank(s) (WORLD_SIZE); launch that many (--nproc, torchrun --nproc-per-node, srun --ntasks) or "
+                "set distributed.world_size to 0");
   // train.device, checked before anything is written: "cuda" on a machine without one fails here.
   const torch::Device device =
       resolve_train_device(config.train.device, env.local_rank, -1, env.local_world_size);

@@ -3,6 +3,7 @@
 #
 #   scripts/launch/single_node.sh NPROC [spade train options...]
 #   e.g. scripts/launch/single_node.sh 2 --set selfplay.steps=16 --name dp2
+#        scripts/launch/single_node.sh 8 --config configs/games-qwen3-4b.yaml --set model.init_checkpoint=DIR
 #
 # torchrun starts NPROC copies of `spade train ...` (--no-python: spade is a binary, not a script) with
 # MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE set; spade's ranks meet in a

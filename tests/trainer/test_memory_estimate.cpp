@@ -1,0 +1,202 @@
+// The per-GPU memory estimate of the dry-run (trainer/memory_estimate.h) against hand computations,
+// and every paper config (configs/*.yaml, top level) through `spade train --dry-run`.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "policy/model_shapes.h"
+#include "spawn_helpers.h"
+#include "trainer/config.h"
+#include "trainer/config_checks.h"
+#include "trainer/memory_estimate.h"
+#include "trainer/run_plan.h"
+
+using namespace spade;
+using namespace spade::trainer;
+namespace fs = std::filesystem;
+
+// The checkpoint shapes of the paper configs, counted by hand from their Hugging Face config.json.
+TEST(MemoryEstimate, PaperShapesHaveTheirParameterCounts) {
+  // Qwen3-8B (h 4096, 32 / 8 heads of 128: q 4096, kv 1024; I 12288; 36 layers; vocab 151936, untied):
+  // per layer q 4096*4096 = 16,777,216 + k,v 2*4096*1024 = 8,388,608 + o 16,777,216 + q/k norms 256
+  // + MLP 3*4096*12288 = 150,994,944 + 2 norms 8,192 = 192,946,432; x 36 = 6,946,071,552 (card: "6.95B
+  // non-embedding"); + embedding and lm_head 2*151936*4096 = 1,244,659,712 + final norm 4,096
+  // = 8,190,735,360 (card: "8.2B").
+  EXPECT_EQ(policy::checkpoint_shape("qwen3-8b").num_parameters(), 8190735360);
+  // Qwen3-30B-A3B (h 2048, 32 / 4 heads of 128: q 4096, kv 512; 48 layers, each 128 experts of 768):
+  // per layer q 2048*4096 = 8,388,608 + k,v 2*2048*512 = 2,097,152 + o 8,388,608 + q/k norms 256
+  // + router 128*2048 = 262,144 + experts 128*3*2048*768 = 603,979,776 + 2 norms 4,096 = 623,120,640;
+  // x 48 = 29,909,790,720 (card: "29.9B non-embedding"); + 2*151936*2048 = 622,329,856 + 2,048
+  // = 30,532,122,624 (card: "30.5B").
+  EXPECT_EQ(policy::checkpoint_shape("qwen3-30b-a3b").num_parameters(), 30532122624);
+  EXPECT_EQ(policy::checkpoint_shape("qwen3-4b").num_parameters(), 4022468096);  // test_bench_sampler's count
+  EXPECT_THROW(policy::checkpoint_shape("qwen3-7b"), Error);
+}
+
+// Qwen3-4B shape, bf16 autocast, fused attention, no checkpointing, 4096-token rows and micro-batches,
+// 2048-row logprob chunks: the `spade bench step` setting whose peak bench/RESULTS.md measured on an
+// H200 (100.8 GiB allocated). Every expected byte count below is multiplied out by hand from the shape
+// (h 2560, q = 32*128 = 4096, k = 8*128 = 1024, I 9728, 36 layers, V 151936, tied).
+TEST(MemoryEstimate, Qwen3_4bStepMatchesTheHandCount) {
+  Config c;
+  c.train.autocast = "bf16";
+  c.train.activation_checkpointing = false;
+  c.train.attention = "sdpa";
+  c.optim.micro_batch_tokens = 4096;
+  c.optim.logprob_chunk_rows = 2048;
+  c.selfplay.context_tokens = 4096;
+  c.selfplay.designer.max_new_tokens = 4096;
+  c.selfplay.envs_per_regen = 8;
+  c.selfplay.plays_per_env = 8;
+  c.selfplay.hint_plays = 16;
+  const MemoryEstimate e = estimate_memory(policy::checkpoint_shape("qwen3-4b"), c, /*world_size=*/2, /*cuda=*/true);
+  // P = 4,022,468,096: weights and gradients 4 P = 16,089,872,384 each, AdamW 8 P = 32,179,744,768.
+  EXPECT_EQ(e.weights, 16089872384);
+  EXPECT_EQ(e.gradients, 16089872384);
+  EXPECT_EQ(e.optimizer, 32179744768);
+  EXPECT_EQ(e.kl_reference, 0);
+  // Matmul weights: per layer q 10,485,760 + k,v 5,242,880 + o 10,485,760 + MLP 74,711,040
+  // = 100,925,440; x 36 = 3,633,315,840; + the tied lm_head 151936*2560 = 388,956,160 = 4,022,272,000
+  // (= P minus 36*(2*2560 + 2*128) + 2560 = 196,096 norm weights); bf16 copies: 2 B each.
+  EXPECT_EQ(e.matmul_parameters, 4022272000);
+  EXPECT_EQ(e.autocast_weights, 8044544000);
+  // One layer per token: attention norm 8h + three bf16 casts 6h = 35,840; q/k norms 6q + 6k = 30,720;
+  // fused attention (kv heads < heads: K, V expanded) 2 B x 5q = 40,960; MLP norm 8h + two casts 4h
+  // = 30,720; SwiGLU 4 x 2 B x I = 77,824. Sum 216,064.
+  EXPECT_EQ(e.layer_bytes_per_token, 216064);
+  // 4096 tokens x (36 x 216,064 + final norm 12h = 30,720) = 4096 x 7,809,024 = 31,985,762,304.
+  EXPECT_EQ(e.micro_batch_tokens, 4096);
+  EXPECT_EQ(e.activations, 31985762304);
+  // Logits: 2048 rows x 151936 x (two fp32 buffers + a bf16 copy = 10 B) = 3,111,649,280, plus the lm_head
+  // gradient buffer and bf16 weight copy 151936 x 2560 x 6 B = 2,333,736,960: 5,445,386,240.
+  EXPECT_EQ(e.logits, 5445386240);
+  // Update phase: 2 x 16,089,872,384 + 32,179,744,768 + 8,044,544,000 + 31,985,762,304 + 5,445,386,240
+  // = 109,835,182,080 B = 102.3 GiB (measured: 100.8 GiB allocated, bench/RESULTS.md).
+  EXPECT_EQ(e.update_phase, 109835182080);
+  // KV: 2 x 36 layers x 1024 x 4 B = 294,912 B per token. World size 2 deals ceil(8 / 2) = 4 environments
+  // to a rank, 16 hinted plays each (more than 8 unhinted): 64 plays x 4096 tokens x 294,912
+  // = 77,309,411,328; rollout phase 16,089,872,384 + 32,179,744,768 + that = 125,579,028,480.
+  EXPECT_EQ(e.kv_bytes_per_token, 294912);
+  EXPECT_EQ(e.plays_per_rank, 64);
+  EXPECT_EQ(e.kv_cache, 77309411328);
+  EXPECT_EQ(e.rollout_phase, 125579028480);
+  EXPECT_EQ(e.peak, 125579028480);
+  // On an 80 GiB budget it does not fit, and the lines say why.
+  const std::string text = describe_memory(e, {80LL << 30, "test"});
+  EXPECT_NE(text.find("fits: NO"), std::string::npos) << text;
+  EXPECT_NE(text.find("KV tokens"), std::string::npos) << text;
+}
+
+// fp32, activation checkpointing and the matmul attention path on a small dense shape, by hand:
+// h 64, 4 heads / 2 kv heads of 16 (q 64, k 32), I 128, 2 layers, vocab 100, no q/k norm, tied.
+TEST(MemoryEstimate, Fp32CheckpointedMatmulPathMatchesTheHandCount) {
+  policy::ModelConfig m;
+  m.vocab_size = 100;
+  m.hidden_size = 64;
+  m.intermediate_size = 128;
+  m.num_hidden_layers = 2;
+  m.num_attention_heads = 4;
+  m.num_key_value_heads = 2;
+  m.tie_word_embeddings = true;
+  Config c;
+  c.train.autocast = "none";
+  c.train.activation_checkpointing = true;
+  c.train.attention = "matmul";
+  c.loss.kl_coef = 0.005;
+  c.optim.micro_batch_tokens = 256;
+  c.optim.logprob_chunk_rows = 0;
+  c.selfplay.context_tokens = 128;
+  c.selfplay.designer.max_new_tokens = 64;
+  const MemoryEstimate e = estimate_memory(m, c, 1, /*cuda=*/false);
+  // P: per layer 64*64 + 2*64*32 + 64*64 + 3*64*128 + 2*64 = 4096 + 4096 + 4096 + 24576 + 128 = 36,992;
+  // x 2 = 73,984; + 100*64 = 6,400 + 64 = 80,448. KL reference: a fourth 4 P = 321,792.
+  EXPECT_EQ(e.parameters, 80448);
+  EXPECT_EQ(e.kl_reference, 321792);
+  EXPECT_EQ(e.autocast_weights, 0);
+  // Layer per token, fp32: attention norm 12h = 768; matmul path 4 B x (2q + 2k) = 768 plus the
+  // softmax 4 heads x T = 128 keys x 4 B = 2048; MLP norm 12h = 768; SwiGLU 16 I = 2048. Sum 6,400.
+  EXPECT_EQ(e.layer_bytes_per_token, 6400);
+  // N = max(256, longest row 128) = 256 tokens; checkpointed: 2 layers x 4h = 512 + one layer 6,400
+  // + final norm 12h = 768 -> 7,680 per token; x 256 = 1,966,080; mask 256 x 128 = 32,768: 1,998,848.
+  EXPECT_EQ(e.micro_batch_tokens, 256);
+  EXPECT_EQ(e.activations, 1998848);
+  // Unchunked logits: 256 x 100 x 8 B = 204,800.
+  EXPECT_EQ(e.logits, 204800);
+  // KV: 2 x 2 x 32 x 4 = 512 B per token; 24 environments x 16 hinted plays x 128 tokens = 49,152
+  // tokens -> 25,165,824 B.
+  EXPECT_EQ(e.kv_cache, 25165824);
+}
+
+// Every paper config (configs/*.yaml, top level; configs/ablations/ overlays are checked with their
+// bases elsewhere) passes `spade train --dry-run` without its checkpoint on disk, and its plan carries
+// the memory estimate.
+TEST(PaperConfigs, EveryTopLevelConfigPassesTheDryRun) {
+  const fs::path dir = fs::path(SPADE_SOURCE_DIR) / "configs";
+  const fs::path log_dir = fs::temp_directory_path() / ("spade_paper_configs_" + std::to_string(getpid()));
+  fs::create_directories(log_dir);
+  int seen = 0;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".yaml") continue;
+    ++seen;
+    const std::string log = (log_dir / (entry.path().stem().string() + ".log")).string();
+    const pid_t pid =
+        testutil::spawn_logged({SPADE_BIN, "train", "--config", entry.path().string(), "--dry-run"}, log);
+    ASSERT_GT(pid, 0);
+    const int rc = testutil::wait_exit(pid);
+    const std::string out = read_file(log);
+    EXPECT_EQ(rc, 0) << entry.path() << ":\n" << out;
+    EXPECT_NE(out.find("memory per GPU"), std::string::npos) << out;
+    EXPECT_NE(out.find("fits:"), std::string::npos) << out;
+  }
+  EXPECT_GE(seen, 4);  // games-tiny and the three paper configs
+  fs::remove_all(log_dir);
+}
+
+// The paper configs plan from model.shape without the checkpoint, and `spade train` refuses them until
+// model.init_checkpoint is filled in.
+TEST(PaperConfigs, NamedShapeWithoutCheckpointPlansButDoesNotTrain) {
+  const std::string file = std::string(SPADE_SOURCE_DIR) + "/configs/games-qwen3-8b.yaml";
+  Config c = load_config(file);
+  EXPECT_EQ(c.model.shape, "qwen3-8b");
+  EXPECT_TRUE(c.model.init_checkpoint.empty());
+  EXPECT_DOUBLE_EQ(c.loss.kl_coef, 0.005);
+  PlanMachine machine;
+  machine.world_size = 8;
+  const RunPlan p = plan_run(c, machine);
+  EXPECT_EQ(p.parameters, 8190735360);
+  EXPECT_EQ(p.world_size, 8);
+  EXPECT_EQ(p.memory.kl_reference, 4 * 8190735360LL);
+  // No GPU visible: the declared 80 GiB.
+  EXPECT_EQ(p.budget.bytes, 80LL << 30);
+  EXPECT_THROW(check_trainable(c, file), Error);
+  // A random-init width beside the named shape is an error naming both.
+  try {
+    load_config(file, {"model.hidden_size=512"});
+    ADD_FAILURE() << "model.hidden_size beside model.shape was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.shape"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_config(file, {"model.shape=qwen3-7b"}), Error);
+}
+
+// A present checkpoint whose config.json is not the named shape is refused by check_inputs.
+TEST(PaperConfigs, CheckpointOfAnotherShapeIsRefused) {
+  const fs::path dir = fs::temp_directory_path() / ("spade_shape_ckpt_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  write_file_atomic((dir / "config.json").string(), policy::checkpoint_shape("qwen3-4b").to_json().dump());
+  Config c = load_config(std::string(SPADE_SOURCE_DIR) + "/configs/games-qwen3-8b.yaml",
+                         {"model.init_checkpoint=" + dir.string()});
+  c.seed_envs.dir = std::string(SPADE_SOURCE_DIR) + "/" + c.seed_envs.dir;
+  try {
+    check_inputs(c, "test");
+    ADD_FAILURE() << "a Qwen3-4B config.json passed as qwen3-8b";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("hidden_size 2560"), std::string::npos) << e.what();
+  }
+  c.model.shape = "qwen3-4b";
+  EXPECT_NO_THROW(check_inputs(c, "test"));
+  fs::remove_all(dir);
+}
