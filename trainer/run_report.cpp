@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -95,7 +96,9 @@ std::vector<Row> rows_of(const std::vector<RunMetrics>& runs) {
     const nlohmann::json& s = r.summary;
     Row row;
     row.name = r.name;
-    row.steps = std::to_string(r.steps.size());
+    int64_t steps = 0;  // the last step number: a step-0 line (the eval before self-play) is no step
+    for (const nlohmann::json& m : r.steps) steps = std::max(steps, m.value("step", int64_t{0}));
+    row.steps = std::to_string(steps);
     const double wall = s.is_object() ? s.value("wall_seconds", NAN) : NAN;
     row.wall = std::isfinite(wall) ? format_number("%.0f s", wall) : "\xE2\x80\x93";
     const double attempts = summary_number(s, "selfplay", "attempts"), admitted = summary_number(s, "selfplay", "admitted");

@@ -50,3 +50,19 @@ TEST(RunReport, ReadsARunAndNamesABadLine) {
 
 }  // namespace
 }  // namespace spade::trainer
+
+namespace spade::trainer {
+namespace {
+
+// A run with in-loop evaluation logs a step-0 line (the eval before self-play): 2 steps, not 3 lines.
+TEST(RunReport, TheStepZeroEvalLineIsNoStep) {
+  RunMetrics r;
+  r.name = "evaluated";
+  r.steps = {nlohmann::json{{"step", 0}, {"eval/heldout_envs/success", 0.1}}, nlohmann::json{{"step", 1}},
+             nlohmann::json{{"step", 2}}};
+  const std::string md = runs_report_markdown({r});
+  EXPECT_NE(md.find("| evaluated | 2 |"), std::string::npos) << md;
+}
+
+}  // namespace
+}  // namespace spade::trainer
