@@ -134,6 +134,24 @@ void print_launch_lines(const AblateArgs& a, const std::vector<Variant>& variant
   std::printf("# then the comparison table and report:\n%s --collect\n", collect.c_str());
 }
 
+// Where the table and report go, and the rule for that folder: new, empty, or this command's own earlier
+// output (it holds ablation.json); never one of the runs.
+std::string output_dir(const AblateArgs& a, const std::vector<Variant>& variants) {
+  if (!a.out.empty()) return a.out;
+  const trainer::Config& base = variants.front().config;
+  return (fs::path(base.run.out_dir) / (base.run.name + "-ablation")).string();
+}
+
+OutputRule output_rule(const AblateArgs& a, const std::vector<Variant>& variants) {
+  OutputRule rule;
+  rule.what = "ablate --out";
+  rule.overwrite = a.overwrite;
+  for (const Variant& v : variants) rule.inputs.push_back(v.run_dir());
+  rule.own = [](const std::string& path) { return fs::exists(fs::path(path) / "ablation.json"); };
+  rule.may_create_parent = a.out.empty();  // the default lies in run.out_dir, which training creates
+  return rule;
+}
+
 void write_comparison(const AblateArgs& a, const std::vector<Variant>& variants) {
   std::vector<trainer::RunMetrics> runs;
   std::vector<trainer::AblationRow> rows;
@@ -143,17 +161,14 @@ void write_comparison(const AblateArgs& a, const std::vector<Variant>& variants)
     runs.push_back(trainer::load_run_metrics(v.run_dir()));
     rows.push_back(trainer::ablation_row(v.name, runs.back()));
   }
-  const std::string out =
-      a.out.empty() ? (fs::path(variants.front().config.run.out_dir) / (variants.front().config.run.name + "-ablation")).string()
-                    : a.out;
-  OutputRule rule;
-  rule.what = "ablate --out";
-  rule.overwrite = true;  // the table files are this command's own: rewritten on every collect
-  for (const Variant& v : variants) rule.inputs.push_back(v.run_dir());
-  fs::create_directories(out);
-  write_output_file(out + "/ablation.md", trainer::ablation_markdown(rows), rule);
-  write_output_file(out + "/ablation.json", trainer::ablation_json(rows).dump(2) + "\n", rule);
-  write_output_file(out + "/report.html", trainer::runs_report_html(runs), rule);
+  const std::string out = output_dir(a, variants);
+  OutputRule files = output_rule(a, variants);
+  check_output(out, OutputKind::directory, files);
+  fs::create_directory(out);
+  files.overwrite = true;  // inside its own folder: rewritten on every call
+  write_output_file(out + "/ablation.md", trainer::ablation_markdown(rows), files);
+  write_output_file(out + "/ablation.json", trainer::ablation_json(rows).dump(2) + "\n", files);
+  write_output_file(out + "/report.html", trainer::runs_report_html(runs), files);
   std::printf("%s\nablate: %zu runs -> %s/ablation.md, ablation.json, report.html\n",
               trainer::ablation_markdown(rows).c_str(), rows.size(), out.c_str());
 }
@@ -186,6 +201,8 @@ void add_ablate_command(CLI::App& app) {
         print_launch_lines(*a, variants);
         return 0;
       }
+      // The output folder is checked before hours of training, not after.
+      if (!a->collect) check_output(output_dir(*a, variants), OutputKind::directory, output_rule(*a, variants));
       if (!a->collect)
         for (const Variant& v : variants) train_variant(v, a->overwrite);
       write_comparison(*a, variants);

@@ -71,7 +71,14 @@ std::vector<std::string> eval_keys(const std::vector<RunMetrics>& runs) {
     for (const nlohmann::json& m : r.steps)
       for (const auto& [k, v] : m.items())
         if (starts_with(k, "eval/") && ends_with(k, "/success")) keys.insert(k);
-  return {keys.begin(), keys.end()};
+  // Each set's overall success (eval/<set>/success, three path parts) first, then its skills.
+  const auto parts = [](const std::string& k) { return std::count(k.begin(), k.end(), '/'); };
+  std::vector<std::string> out(keys.begin(), keys.end());
+  std::stable_sort(out.begin(), out.end(), [&](const std::string& a, const std::string& b) {
+    const std::string set_a = a.substr(5, a.find('/', 5) - 5), set_b = b.substr(5, b.find('/', 5) - 5);
+    return set_a != set_b ? set_a < set_b : parts(a) < parts(b);
+  });
+  return out;
 }
 
 double summary_number(const nlohmann::json& s, const char* group, const char* key) {

@@ -93,6 +93,14 @@ TEST(AblateCli, PrintGivesOneLaunchLinePerVariantAndTheCollectLine) {
   const CommandResult c = spade_cmd("ablate --variants " + kOverlay + " --collect --set run.out_dir=/nonexistent");
   EXPECT_EQ(c.rc, 1) << c.out;
   EXPECT_TRUE(has(c, "ablate --collect: variant base: no run at /nonexistent/games-tiny-base")) << c.out;
+  // An --out folder holding something else: refused before any training, nothing created.
+  const std::string d = spade::fixtures::fresh_test_dir("ablate_cli", "busy_out");
+  spade::write_file_atomic(d + "/notes.txt", "mine\n");
+  const CommandResult busy = spade_cmd("ablate --variants " + kOverlay + " --set run.out_dir=" + d + " --out " + d);
+  EXPECT_EQ(busy.rc, 1) << busy.out;
+  EXPECT_TRUE(has(busy, "ablate --out")) << busy.out;
+  EXPECT_FALSE(has(busy, "training")) << busy.out;
+  EXPECT_FALSE(fs::exists(d + "/games-tiny-base"));
 }
 
 TEST(AblateCli, EveryOverlayPassesTheDryRunOverTheDefault) {

@@ -147,6 +147,7 @@ struct FixtureRun {
   json episodes;
   std::map<std::string, json> env_table;  // environment id -> its /environments row
   double metric(int t, const char* key) const { return metrics[t].value(key, -1.0); }
+  int admitted(int t) const { return static_cast<int>(metric(t, "designer/admitted")); }
   // The designer rows of rollout t.
   std::vector<const json*> designer_rows(int t) const {
     std::vector<const json*> out;
@@ -381,10 +382,8 @@ TEST(DelayedDesigner, AdmittedSamplesTrainedAtKFirstWithCentredAdvantagesAndStal
 TEST(DelayedDesigner, FrozenDesignerScoresAndLogsItsSamplesButNeverTrainsThem) {
   const FixtureRun fx = run_fixture("frozen_designer", "", "designer_train: false, ");
   ASSERT_EQ(fx.metrics.size(), static_cast<size_t>(kSteps));
-  const int admitted0 = static_cast<int>(fx.metric(0, "designer/admitted"));
-  const int admitted2 = static_cast<int>(fx.metric(kK, "designer/admitted"));
-  ASSERT_GE(admitted0, 1) << fx.metrics[0].dump();
-  ASSERT_GE(admitted2, 1) << fx.metrics[kK].dump();
+  const int admitted0 = fx.admitted(0), admitted2 = fx.admitted(kK);  // the premise, as above
+  ASSERT_TRUE(admitted0 >= 1 && admitted2 >= 1) << fx.metrics[0].dump() << "\n" << fx.metrics[kK].dump();
   for (int t = 0; t < kSteps; ++t) {
     SCOPED_TRACE("step " + std::to_string(t));
     const int scored = t == kK ? admitted0 : t == kSteps - 1 ? admitted2 : 0;
@@ -410,10 +409,8 @@ TEST(DelayedDesigner, FrozenDesignerScoresAndLogsItsSamplesButNeverTrainsThem) {
 TEST(DelayedDesigner, DesignerDelayOneTrainsAfterOneStepOnThatStepsWindow) {
   const FixtureRun fx = run_fixture("designer_delay_one", "", "designer_delay: 1, ");
   ASSERT_EQ(fx.metrics.size(), static_cast<size_t>(kSteps));
-  const int admitted0 = static_cast<int>(fx.metric(0, "designer/admitted"));
-  const int admitted2 = static_cast<int>(fx.metric(kK, "designer/admitted"));
-  ASSERT_GE(admitted0, 1) << fx.metrics[0].dump();
-  ASSERT_GE(admitted2, 1) << fx.metrics[kK].dump();
+  const int admitted0 = fx.admitted(0), admitted2 = fx.admitted(kK);  // the premise, as above
+  ASSERT_TRUE(admitted0 >= 1 && admitted2 >= 1) << fx.metrics[0].dump() << "\n" << fx.metrics[kK].dump();
   for (int t = 0; t < kSteps; ++t) {
     SCOPED_TRACE("step " + std::to_string(t));
     const int trained = t == 1 ? admitted0 : t == 3 ? admitted2 : 0;

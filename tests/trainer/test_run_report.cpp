@@ -66,3 +66,24 @@ TEST(RunReport, TheStepZeroEvalLineIsNoStep) {
 
 }  // namespace
 }  // namespace spade::trainer
+
+namespace spade::trainer {
+namespace {
+
+// Each eval set's overall chart comes before its per-skill charts (a set's name sorts after its skills'
+// keys alphabetically: "eval/s/math/success" < "eval/s/success").
+TEST(RunReport, EachSetsOverallEvalChartPrecedesItsSkills) {
+  RunMetrics r;
+  r.name = "evaluated";
+  r.steps = {nlohmann::json{{"step", 0}, {"eval/s/success", 0.1}, {"eval/s/math/success", 0.2}, {"eval/t/success", 0.3}}};
+  const std::string html = runs_report_html({r});
+  const size_t overall = html.find("eval/s/success"), skill = html.find("eval/s/math/success"),
+               next_set = html.find("eval/t/success");
+  ASSERT_NE(overall, std::string::npos);
+  ASSERT_NE(skill, std::string::npos);
+  EXPECT_LT(overall, skill);
+  EXPECT_LT(skill, next_set);
+}
+
+}  // namespace
+}  // namespace spade::trainer
