@@ -48,11 +48,6 @@ TEST(RunReport, ReadsARunAndNamesABadLine) {
   EXPECT_THROW(load_run_metrics((d.parent_path() / "missing").string()), Error);
 }
 
-}  // namespace
-}  // namespace spade::trainer
-
-namespace spade::trainer {
-namespace {
 
 // A run with in-loop evaluation logs a step-0 line (the eval before self-play): 2 steps, not 3 lines.
 TEST(RunReport, TheStepZeroEvalLineIsNoStep) {
@@ -64,11 +59,6 @@ TEST(RunReport, TheStepZeroEvalLineIsNoStep) {
   EXPECT_NE(md.find("| evaluated | 2 |"), std::string::npos) << md;
 }
 
-}  // namespace
-}  // namespace spade::trainer
-
-namespace spade::trainer {
-namespace {
 
 // Each eval set's overall chart comes before its per-skill charts (a set's name sorts after its skills'
 // keys alphabetically: "eval/s/math/success" < "eval/s/success").
