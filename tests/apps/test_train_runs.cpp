@@ -191,3 +191,23 @@ TEST(TrainRuns, SftIntoARunWithAnotherTokenizerIsRefusedAndOverwriteReplacesOnly
   EXPECT_TRUE(fs::exists(run + "/checkpoints/step_000000/model.safetensors"));
   EXPECT_EQ(names_in(d), (std::vector<std::string>{"s", "tiny.yaml"}));  // no temporary or moved-aside copy
 }
+
+// distributed.world_size pins the number of ranks: a launch with another number (here none: world size
+// 1) is refused with both numbers and the ways on, before the run directory exists. The message is
+// trainer/train.cpp's; 1 is the world size of a process started without WORLD_SIZE (distributed.h).
+TEST(TrainRuns, AWorldSizeTheLaunchDoesNotMatchIsRefusedBeforeAnythingIsWritten) {
+  const std::string d = fresh("world_size");
+  const std::string cfg = d + "/tiny.yaml";
+  spade::write_file_atomic(cfg, spade::fixtures::tiny_run_yaml(d, /*threads=*/1, /*max_attempts=*/1));
+  CommandResult r = spade::fixtures::run_command("env -u WORLD_SIZE -u RANK -u SLURM_PROCID " + std::string(SPADE_BIN) +
+                                                 " train --config " + cfg + " --set distributed.world_size=2 2>&1");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r, "train: distributed.world_size = 2 but this run was launched with 1 rank(s) (WORLD_SIZE); "
+                     "launch that many"))
+      << r.out;
+  EXPECT_FALSE(fs::exists(d + "/t")) << "the refusal must come before the run directory is made";
+  // The same config at world size 1 (its default 0: whatever the launcher starts) trains.
+  r = spade::fixtures::run_command("env -u WORLD_SIZE -u RANK -u SLURM_PROCID " + std::string(SPADE_BIN) +
+                                   " train --config " + cfg + " --set distributed.world_size=1 2>&1");
+  EXPECT_EQ(r.rc, 0) << r.out;
+}
