@@ -157,7 +157,7 @@ void RunningBatch::join(Prefilled& group) {
   if (!rest.empty()) append(group, rest);
   // Finished rows no new row took: dropped now (with a decode graph kept as in update(), unless new
   // rows were appended: the storage is new anyway, and the batch must not exceed max_batch).
-  if (reused < free_slots.size() && (!graph_ || !rest.empty())) {
+  if (reused < free_slots.size() && (!keep_free_slots() || !rest.empty())) {
     std::vector<int64_t> live;
     for (size_t r = 0; r < rows_.size(); ++r)
       if (!rows_[r].done) live.push_back(r);
@@ -304,13 +304,13 @@ void RunningBatch::park(int64_t r) {
 /// Compaction copies every remaining row and replaces the cache's storage (which a decode graph must then
 /// capture anew, ~ a few eager steps' time). So when the queue has a sequence waiting, finished rows stay
 /// for one step (decoded and ignored: rows do not interact) and the next prefill writes the new rows into
-/// their slots in place. With a graph they also stay until a quarter of the batch has finished. Without
-/// either, with a budget of tokens in flight (whose accounting assumes a finished row holds no KV), or
+/// their slots in place. With a graph, or with requests arriving (expect_arrivals()), they also stay until
+/// a quarter of the batch has finished. Without either, with a budget of tokens in flight (whose accounting assumes a finished row holds no KV), or
 /// when no row is left, they go at once.
 void RunningBatch::drop_finished(const std::vector<int64_t>& going_on, const RequestQueue& queue) {
   const int64_t B = rows_.size(), finished = B - static_cast<int64_t>(going_on.size());
   const bool refill = !queue.empty() && budget_ == 0;
-  if (finished > 0 && (going_on.empty() || (!refill && (!graph_ || 4 * finished >= B || budget_ > 0))))
+  if (finished > 0 && (going_on.empty() || (!refill && (!keep_free_slots() || 4 * finished >= B || budget_ > 0))))
     compact(going_on, nullptr);
 }
 

@@ -179,6 +179,9 @@ class RunningBatch {
   void update(RequestQueue& queue, const FinishFn& finish, const TokenFn& on_token, const std::function<void()>& refill);
   /// Execute, decode: one forward feeding every row its draw (forward(), or the decode graph).
   void decode();
+  /// Requests may arrive while the batch runs (generate_stream): finished rows are then kept for new
+  /// rows to take in place, as with a decode graph (update(), prefill()).
+  void expect_arrivals() { arrivals_ = true; }
 
  private:
   /// An admission group after its prefill, before it joins the batch.
@@ -196,6 +199,9 @@ class RunningBatch {
   bool record(Row& row);
   void park(int64_t r);
   void drop_finished(const std::vector<int64_t>& going_on, const RequestQueue& queue);
+  /// Whether finished rows stay in the batch until a quarter of it has finished (a compaction copies
+  /// every row and would make a decode graph capture anew; an arriving request takes a kept slot in place).
+  bool keep_free_slots() const { return graph_ != nullptr || arrivals_; }
   void record_forward();
   void trim_front(int64_t min_columns);
   void compact(const std::vector<int64_t>& keep_rows, torch::Tensor* also);
@@ -209,6 +215,7 @@ class RunningBatch {
   const int64_t budget_;                     // params.max_tokens_in_flight; 0 = unlimited
   bool host_draw_ = false;                   // draws on the host (draw_tokens' on_host)
   std::unique_ptr<policy::DecodeGraph> graph_;  // decode steps through fixed buffers (a CUDA graph)
+  bool arrivals_ = false;                    // expect_arrivals()
 
   std::vector<Row> rows_;      // in batch order
   policy::KVCache cache_;      // [B, kv_heads, S, head_dim] per layer

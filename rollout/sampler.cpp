@@ -322,6 +322,7 @@ void run(policy::Transformer& model, const std::vector<Request>& requests, const
   // New requests join once per round, after the finished rows have freed theirs (and before those rows
   // are dropped, so that waiting requests can take their slots in place).
   std::function<void()> refill;
+  if (arrivals) batch.expect_arrivals();
   if (arrivals)
     refill = [&] {
       const size_t busy = batch.running() + queue.size();
