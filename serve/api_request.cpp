@@ -122,6 +122,7 @@ SamplingFields sampling_fields(const json& j) {
   }
   s.n = static_cast<int>(integer(j, "n", 1, 1, 128));
   s.stream = boolean(j, "stream", false);
+  s.ignore_eos = boolean(j, "ignore_eos", false);
   if (const json* so = field(j, "stream_options")) {
     if (!so->is_object()) throw bad("stream_options", "'stream_options' must be an object");
     if (!s.stream) throw bad("stream_options", "'stream_options' is only allowed with 'stream': true");

@@ -5,7 +5,8 @@
 // Accepted fields (OpenAI's names and defaults; vLLM's extensions top_k and min_p):
 //   both:  model (required), temperature [0, 2] (default 1; below 1e-5 is greedy), top_p (0, 1]
 //          (default 1), top_k (0 or -1 = off), min_p [0, 1], stop (a string or up to 4), seed, n
-//          [1, 128], stream, stream_options.include_usage; user is accepted and ignored.
+//          [1, 128], stream, stream_options.include_usage, ignore_eos (vLLM's: sample to max_tokens,
+//          past the end-of-turn and eos ids; for benchmarks); user is accepted and ignored.
 //   chat:  messages (system | developer (= system) | user | assistant | tool; content a string, null,
 //          or text parts), max_completion_tokens or max_tokens, logprobs + top_logprobs [0, 20], tools
 //          (type "function" with a name), tool_choice "auto" | "none", parallel_tool_calls.
@@ -56,6 +57,7 @@ struct SamplingFields {
   int logprobs = -1;                   // -1 = no logprobs; else alternatives per token, [0, 20]
   bool stream = false;
   bool include_usage = false;          // stream_options.include_usage
+  bool ignore_eos = false;             // vLLM's extension: no stop token ends the reply
 };
 
 struct ChatRequest {

@@ -75,8 +75,13 @@ std::string ChoiceText::push(const std::vector<int64_t>& tokens) {
 std::string ChoiceText::finish(const std::vector<int64_t>& last, const std::string& reason,
                                const std::string& stop_string, bool ends_with_stop_token) {
   const size_t n = last.size() - (ends_with_stop_token && !last.empty() ? 1 : 0);
-  for (size_t i = 0; i < n; ++i) add_token(last[i]);
-  text_ += flush_decoder();
+  if (tokens_.empty()) {  // nothing streamed: the text is decode() of the whole
+    tokens_.assign(last.begin(), last.begin() + n);
+    text_ = decode_(tokens_);
+  } else {
+    for (size_t i = 0; i < n; ++i) add_token(last[i]);
+    text_ += flush_decoder();
+  }
   std::string full = text_;
   if (!stop_string.empty()) {  // cut before the first occurrence of any stop string
     size_t cut = std::string::npos;

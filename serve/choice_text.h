@@ -9,10 +9,11 @@
 //   - with tool calls enabled, Qwen's <tool_call>{json}</tool_call> blocks after the last </think>
 //     (rollout/tool_calls.h) that parse become tool calls and the content is the text before the first
 //     of them (vLLM's hermes parser); the finish reason is then "tool_calls".
-// Streaming decodes incrementally as vLLM's detokenizer does: decode(t[p..]) minus decode(t[p..r)) over a
-// short window that moves on once a delta is complete, holding back a delta that ends in U+FFFD (half a
-// UTF-8 character). Text that could still become a stop string (its longest length - 1 bytes) or the
-// start of "<tool_call>" is held back until it cannot. Sent pieces are never retracted.
+// A plain reply is decode() of its tokens at once. A stream decodes incrementally as vLLM's detokenizer
+// does: decode(t[p..]) minus decode(t[p..r)) over a short window that moves on once a delta is complete,
+// holding back a delta that ends in U+FFFD (half a UTF-8 character). Text that could still become a stop
+// string (its longest length - 1 bytes) or the start of "<tool_call>" is held back until it cannot. Sent
+// pieces are never retracted.
 // Thread-safety: none (one per choice, used by one thread).
 #pragma once
 

@@ -1,6 +1,7 @@
 #include "serve/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdio>
@@ -41,13 +42,23 @@ bool same_key(const std::string& given, const std::string& key) {
 
 }  // namespace
 
+/// httplib::Server with a usable accept queue: the library listens with a backlog of 5
+/// (CPPHTTPLIB_LISTEN_BACKLOG, fixed when Debian built it), so a burst of more than 5 connections (16
+/// clients whose replies end together) overflows it and the clients whose SYN was dropped retry only
+/// after TCP's 1 s timeout. listen() again on the bound socket raises the backlog (Linux).
+class HttpServer::Listener : public httplib::Server {
+ public:
+  bool raise_backlog(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
+};
+
 HttpServer::HttpServer(OpenAiApi& api, const Engine& engine, HttpOptions options)
-    : api_(api), engine_(engine), options_(std::move(options)), svr_(std::make_unique<httplib::Server>()) {
+    : api_(api), engine_(engine), options_(std::move(options)), svr_(std::make_unique<Listener>()) {
   if (options_.threads < 1) throw spade::Error("serve: threads must be >= 1, not " + std::to_string(options_.threads));
   const int threads = options_.threads;
   svr_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   svr_->set_payload_max_length(options_.max_request_bytes);
   svr_->set_keep_alive_timeout(2);  // an idle connection holds a worker thread (and delays the stop) this long
+  svr_->set_tcp_nodelay(true);      // a streamed event goes out at once, not after the previous one's ACK
 
   // Authentication of /v1/ paths (health checks need no key).
   svr_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -168,6 +179,8 @@ int HttpServer::bind() {
   if (port < 0)
     throw spade::Error("serve: cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
                        " (in use, not a local address, or a privileged port)");
+  if (!svr_->raise_backlog(SOMAXCONN))
+    throw spade::Error("serve: listen(" + options_.host + ":" + std::to_string(port) + ", SOMAXCONN) failed");
   bound_ = true;
   return port;
 }

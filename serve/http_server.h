@@ -20,10 +20,6 @@
 #include "serve/engine.h"
 #include "serve/openai_api.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace spade::serve {
 
 struct HttpOptions {
@@ -55,11 +51,12 @@ class HttpServer {
 
  private:
   std::shared_ptr<void> enter();
+  class Listener;
 
   OpenAiApi& api_;
   const Engine& engine_;
   const HttpOptions options_;
-  std::unique_ptr<httplib::Server> svr_;
+  std::unique_ptr<Listener> svr_;
   bool bound_ = false;
   std::mutex mu_;
   std::condition_variable cv_;

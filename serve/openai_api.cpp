@@ -208,7 +208,7 @@ rollout::SamplingParams sampling_params(const SamplingFields& f, const std::vect
   p.top_p = f.top_p;
   p.top_k = f.top_k;
   p.min_p = f.min_p;
-  p.stop_token_ids = stop_ids;
+  if (!f.ignore_eos) p.stop_token_ids = stop_ids;
   p.stop_strings = f.stop;
   p.top_logprobs = std::max(0, f.logprobs);
   return p;

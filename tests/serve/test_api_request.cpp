@@ -51,6 +51,7 @@ TEST(ApiRequest, ChatDefaultsAreOpenAIs) {
   EXPECT_FALSE(r.sampling.seed.has_value());
   EXPECT_EQ(r.sampling.logprobs, -1);
   EXPECT_FALSE(r.sampling.stream);
+  EXPECT_FALSE(r.sampling.ignore_eos);
   EXPECT_FALSE(r.tool_calls_enabled);
 }
 
@@ -58,7 +59,7 @@ TEST(ApiRequest, ChatFieldsAreRead) {
   const ChatRequest r = parse_chat_request(R"({
     "model": "m", "temperature": 0.5, "top_p": 0.9, "top_k": 7, "min_p": 0.05, "max_tokens": 99,
     "max_completion_tokens": 12, "stop": ["END", "\n\n"], "seed": -1, "n": 3, "logprobs": true, "top_logprobs": 5,
-    "stream": true, "stream_options": {"include_usage": true}, "user": "ignored",
+    "stream": true, "stream_options": {"include_usage": true}, "user": "ignored", "ignore_eos": true,
     "messages": [
       {"role": "developer", "content": "be brief"},
       {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
@@ -78,6 +79,7 @@ TEST(ApiRequest, ChatFieldsAreRead) {
   EXPECT_EQ(r.sampling.logprobs, 5);
   EXPECT_TRUE(r.sampling.stream);
   EXPECT_TRUE(r.sampling.include_usage);
+  EXPECT_TRUE(r.sampling.ignore_eos);
   ASSERT_EQ(r.messages.size(), 4u);
   EXPECT_EQ(r.messages[0].role, "system");  // developer is OpenAI's newer name for it
   EXPECT_EQ(r.messages[1].content, "a\nb");  // text parts joined by "\n" (vLLM)
