@@ -21,12 +21,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "apps/commands.h"
+#include "apps/machine_info.h"
 #include "common/error.h"
 #include "evaldual/model_client.h"
 #include "policy/chat_template.h"
@@ -52,14 +52,6 @@ double percentile(std::vector<double> v, double q) {
 }
 
 double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
-
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
 
 /// The direct run's source: every request queued at once; counts the tokens.
 class AllAtOnce : public rollout::StreamSource {

@@ -9,8 +9,9 @@ namespace spade::serve {
 Job::Job(JobSpec spec) : spec_(std::move(spec)), out_(choices()) {}
 
 namespace {
-/// Appends to `o` what `r` has beyond it.
-void append_new(ChoiceOutput& o, const rollout::GenerationResult& r) {
+/// Appends to `o` what `r` (a GenerationResult or a ChoiceOutput) has beyond it.
+template <class Output>
+void append_new(ChoiceOutput& o, const Output& r) {
   for (size_t i = o.tokens.size(); i < r.tokens.size(); ++i) {
     o.tokens.push_back(r.tokens[i]);
     o.logprobs.push_back(r.logprobs[i]);
@@ -42,9 +43,11 @@ void Job::fail(const std::string& message) {
   cv_.notify_all();
 }
 
+bool Job::ended_locked() const { return !error_.empty() || done_ == out_.size(); }
+
 bool Job::wait_end(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lk(mu_);
-  return cv_.wait_for(lk, timeout, [&] { return !error_.empty() || done_ == out_.size(); });
+  return cv_.wait_for(lk, timeout, [&] { return ended_locked(); });
 }
 
 std::string Job::error() const {
@@ -55,9 +58,8 @@ std::string Job::error() const {
 bool Job::read(std::vector<ChoiceOutput>& out, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lk(mu_);
   out.resize(out_.size());
-  auto ended = [&] { return !error_.empty() || done_ == out_.size(); };
   auto news = [&] {
-    if (ended()) return true;
+    if (ended_locked()) return true;
     for (size_t c = 0; c < out_.size(); ++c)
       if (out_[c].tokens.size() > out[c].tokens.size() || out_[c].done != out[c].done) return true;
     return false;
@@ -66,18 +68,12 @@ bool Job::read(std::vector<ChoiceOutput>& out, std::chrono::milliseconds timeout
   cv_.wait_for(lk, timeout, news);
   --token_waiters_;
   for (size_t c = 0; c < out_.size(); ++c) {
-    const ChoiceOutput& src = out_[c];
-    ChoiceOutput& dst = out[c];
-    for (size_t i = dst.tokens.size(); i < src.tokens.size(); ++i) {
-      dst.tokens.push_back(src.tokens[i]);
-      dst.logprobs.push_back(src.logprobs[i]);
-      if (i < src.top_logprobs.size()) dst.top_logprobs.push_back(src.top_logprobs[i]);
-    }
-    dst.done = src.done;
-    dst.finish_reason = src.finish_reason;
-    dst.stop_string = src.stop_string;
+    append_new(out[c], out_[c]);
+    out[c].done = out_[c].done;
+    out[c].finish_reason = out_[c].finish_reason;
+    out[c].stop_string = out_[c].stop_string;
   }
-  return ended();
+  return ended_locked();
 }
 
 // ---- Engine: the sampler's side ----------------------------------------------------------------------

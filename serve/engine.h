@@ -71,6 +71,7 @@ class Job {
   void fail(const std::string& message);
 
  private:
+  bool ended_locked() const;  // every choice done, or failed (mu_ held)
   const JobSpec spec_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

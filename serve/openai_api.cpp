@@ -46,6 +46,11 @@ std::string random_hex(int digits) {
   return s;
 }
 
+/// Whether a finished choice's last token is a stop token (the sampler keeps it; its text is left out).
+bool ends_with_stop_token(const ChoiceOutput& o) {
+  return o.done && o.finish_reason == rollout::FinishReason::kStop && o.stop_string.empty() && !o.tokens.empty();
+}
+
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -90,19 +95,16 @@ struct EventStream::State {
     return chat ? chat_logprobs(infos) : completion_logprobs(infos, logprobs > 0, text_offset);
   }
   /// Tokens of choice c that carry text: all but a final stop token.
-  size_t text_tokens(size_t c) const {
-    const ChoiceOutput& o = out[c];
-    const bool stop_token = o.done && o.finish_reason == rollout::FinishReason::kStop && o.stop_string.empty();
-    return o.tokens.size() - (stop_token && !o.tokens.empty() ? 1 : 0);
-  }
+  size_t text_tokens(size_t c) const { return out[c].tokens.size() - (ends_with_stop_token(out[c]) ? 1 : 0); }
   int64_t completion_tokens() const {
     int64_t n = 0;
     for (const ChoiceOutput& o : out) n += o.tokens.size();
     return n;
   }
-  json chunk(const json& choice) const {
+  /// A stream event's object with `choices` (and "usage": null when the last event carries it).
+  json chunk(const json& choices) const {
     json j = response_head(id, chat ? "chat.completion.chunk" : "text_completion", created, model);
-    j["choices"] = json::array({choice});
+    j["choices"] = choices;
     if (include_usage) j["usage"] = nullptr;
     return j;
   }
@@ -111,8 +113,7 @@ struct EventStream::State {
     const ChoiceOutput& o = out[c];
     const std::vector<int64_t> last(o.tokens.begin() + pushed[c], o.tokens.end());
     pushed[c] = o.tokens.size();
-    const bool stop_token = o.finish_reason == rollout::FinishReason::kStop && o.stop_string.empty();
-    return texts[c].finish(last, rollout::finish_reason_name(o.finish_reason), o.stop_string, stop_token);
+    return texts[c].finish(last, rollout::finish_reason_name(o.finish_reason), o.stop_string, ends_with_stop_token(o));
   }
 };
 
@@ -129,7 +130,7 @@ std::string EventStream::next(std::chrono::milliseconds wait) {
   std::string events;
   if (!s.started && s.chat) {  // OpenAI's first chunk per choice: the role
     for (size_t c = 0; c < s.texts.size(); ++c)
-      events += sse_event(s.chunk(chat_chunk_choice(static_cast<int>(c), {{"role", "assistant"}, {"content", ""}}, nullptr, "")));
+      events += sse_event(s.chunk(json::array({chat_chunk_choice(static_cast<int>(c), {{"role", "assistant"}, {"content", ""}}, nullptr, "")})));
   }
   s.started = true;
   s.job->read(s.out, wait);
@@ -157,23 +158,22 @@ std::string EventStream::next(std::chrono::milliseconds wait) {
     const json lp = to > from ? s.logprobs_json(c, from, to, sent_before) : json(nullptr);
     const int index = static_cast<int>(c);
     if (!text.empty() || !lp.is_null())
-      events += sse_event(s.chunk(s.chat ? chat_chunk_choice(index, {{"content", text}}, lp, "")
-                                         : completion_choice(index, text, lp, "")));
+      events += sse_event(s.chunk(json::array({s.chat ? chat_chunk_choice(index, {{"content", text}}, lp, "")
+                                                      : completion_choice(index, text, lp, "")})));
     if (!o.done) {
       all_closed = false;
       continue;
     }
     const ChoiceText& t = s.texts[c];
     if (!t.tool_calls().empty())
-      events += sse_event(s.chunk(chat_chunk_choice(index, tool_calls_delta(t.tool_calls()), nullptr, "")));
-    events += sse_event(s.chunk(s.chat ? chat_chunk_choice(index, json::object(), nullptr, t.finish_reason())
-                                       : completion_choice(index, "", nullptr, t.finish_reason())));
+      events += sse_event(s.chunk(json::array({chat_chunk_choice(index, tool_calls_delta(t.tool_calls()), nullptr, "")})));
+    events += sse_event(s.chunk(json::array({s.chat ? chat_chunk_choice(index, json::object(), nullptr, t.finish_reason())
+                                                    : completion_choice(index, "", nullptr, t.finish_reason())})));
     s.closed[c] = true;
   }
   if (all_closed) {
-    if (s.include_usage) {
-      json j = response_head(s.id, s.chat ? "chat.completion.chunk" : "text_completion", s.created, s.model);
-      j["choices"] = json::array();
+    if (s.include_usage) {  // OpenAI's last chunk: no choices, the usage
+      json j = s.chunk(json::array());
       j["usage"] = usage_json(s.prompt_tokens, s.completion_tokens());
       events += sse_event(j);
     }

@@ -11,24 +11,18 @@ using namespace spade::serve;
 
 namespace {
 
-/// The ApiError a parse throws (status 0 when none).
-ApiError chat_error(const std::string& body) {
+/// The ApiError `parse` throws for `body` (status 0 when none).
+template <class Parse>
+ApiError error_of(Parse parse, const std::string& body) {
   try {
-    parse_chat_request(body);
+    parse(body);
   } catch (const ApiError& e) {
     return e;
   }
   return ApiError(0, "no error");
 }
-
-ApiError completion_error(const std::string& body) {
-  try {
-    parse_completion_request(body);
-  } catch (const ApiError& e) {
-    return e;
-  }
-  return ApiError(0, "no error");
-}
+ApiError chat_error(const std::string& body) { return error_of(parse_chat_request, body); }
+ApiError completion_error(const std::string& body) { return error_of(parse_completion_request, body); }
 
 /// A chat body with `extra` fields added after model and messages.
 std::string chat_body(const std::string& extra) {
