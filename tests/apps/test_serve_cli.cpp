@@ -8,8 +8,8 @@
 // --temperature 0` run as its own process.
 //
 // The checkpoint's config.json has no eos id, so /v1/completions never stops before max_tokens (chat still
-// stops at the template's <|im_end|>): a streamed completion of 4000 tokens runs for seconds unless the
-// server drops it, which is how the disconnect test knows the slot was freed.
+// stops at the template's <|im_end|>): a streamed completion of 30000 tokens runs for many seconds unless
+// the server drops it, which is how the disconnect tests know the row was freed.
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <gtest/gtest.h>
@@ -66,7 +66,7 @@ std::string write_checkpoint(const std::string& name) {
   c.num_key_value_heads = 2;
   c.head_dim = 16;
   c.rope_theta = 10000;
-  c.max_position_embeddings = 4096;
+  c.max_position_embeddings = 32768;  // room for streams long enough to still run when the test acts
   c.tie_word_embeddings = true;
   policy::Transformer m(c);
   m->init_weights(5, 0.02);
@@ -236,37 +236,45 @@ std::vector<std::string> streamed_chat_content(const std::vector<std::string>& e
   return content;
 }
 
-/// Sends a streaming request over a raw socket, reads until `events` events have arrived, then closes
-/// the connection mid-stream. Returns how many bytes it read.
-size_t disconnect_mid_stream(int port, const std::string& body, int events) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return 0;
+/// A streaming request over a raw socket, so that the test decides when the client hangs up.
+class RawStream {
+ public:
+  RawStream(int port, const std::string& path, const std::string& body) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return;
+    const std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + kKey +
+                            "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                            "\r\n\r\n" + body;
+    (void)!send(fd_, req.data(), req.size(), MSG_NOSIGNAL);
   }
-  const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kKey) +
-                          "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-                          "\r\n\r\n" + body;
-  (void)!send(fd, req.data(), req.size(), MSG_NOSIGNAL);
-  std::string got;
-  char buf[4096];
-  size_t seen = 0;
-  while (seen < static_cast<size_t>(events)) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 60000) <= 0) break;
-    const ssize_t n = recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    got.append(buf, n);
-    seen = 0;
-    for (size_t at = got.find("data: "); at != std::string::npos; at = got.find("data: ", at + 1)) ++seen;
+  ~RawStream() { hang_up(); }
+  /// Reads until `events` server-sent events have arrived (or 60 s pass); returns the bytes read so far.
+  size_t wait_events(size_t events) {
+    char buf[4096];
+    for (size_t seen = 0; seen < events;) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 60000) <= 0) break;
+      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      got_.append(buf, n);
+      seen = 0;
+      for (size_t at = got_.find("data: "); at != std::string::npos; at = got_.find("data: ", at + 1)) ++seen;
+    }
+    return got_.size();
   }
-  close(fd);
-  return got.size();
-}
+  /// Closes the connection mid-stream.
+  void hang_up() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+  std::string got_;
+};
 
 json health(const ServeProcess& s) { return json::parse(http("GET", s.url("/health"), "", false).body); }
 
@@ -400,11 +408,12 @@ TEST(Serve, ConcurrentClientsNodeSdkLibcurlErrorsAndADisconnect) {
     too_large = http("POST", server.url("/v1/completions"),
                      R"({"model": "tiny", "prompt": ")" + std::string(70000, 'a') + R"("})");
   });
-  // A client that reads two events of a 4000-token stream and hangs up.
+  // A client that reads two events of a 30000-token stream and hangs up.
   size_t disconnect_bytes = 0;
   clients.emplace_back([&] {
-    disconnect_bytes = disconnect_mid_stream(
-        server.port, R"({"model": "tiny", "prompt": "x", "max_tokens": 4000, "stream": true, "temperature": 1.0, "seed": 9})", 2);
+    RawStream s(server.port, "/v1/completions",
+                R"({"model": "tiny", "prompt": "x", "max_tokens": 30000, "stream": true, "temperature": 1.0, "seed": 9})");
+    disconnect_bytes = s.wait_events(2);
   });
   for (std::thread& t : clients) t.join();
 
@@ -441,7 +450,7 @@ TEST(Serve, ConcurrentClientsNodeSdkLibcurlErrorsAndADisconnect) {
   EXPECT_EQ(too_large.status, 413);
   EXPECT_EQ(error_of(too_large)["error"]["code"], "request_too_large") << too_large.body;
 
-  // The dropped stream: it had started, and the server ended it (aborted) long before its 4000 tokens.
+  // The dropped stream: it had started, and the server ended it (aborted) long before its 30000 tokens.
   EXPECT_GT(disconnect_bytes, 0u);
   json h;
   for (int i = 0; i < 600; ++i) {
@@ -503,7 +512,7 @@ TEST(Serve, ConcurrentClientsNodeSdkLibcurlErrorsAndADisconnect) {
   EXPECT_EQ(node_results["unknown_model"]["param"], "model");
 }
 
-// SIGTERM while a 4000-token stream is running: the stream is answered to its end ([DONE], usage 4000
+// SIGTERM while an 8000-token stream is running: the stream is answered to its end ([DONE], usage 8000
 // tokens), a request sent after the signal gets 503 with OpenAI's error object, and the process exits 0.
 TEST(Serve, SigtermDrainsInFlightRequestsAndExitsZero) {
   const std::string ckpt = write_checkpoint("drain");
@@ -514,7 +523,7 @@ TEST(Serve, SigtermDrainsInFlightRequestsAndExitsZero) {
   std::chrono::steady_clock::time_point stream_end;
   std::thread reader([&] {
     stream = http("POST", server.url("/v1/completions"),
-                  R"({"model": "tiny", "prompt": "x", "max_tokens": 4000, "stream": true, "seed": 4,
+                  R"({"model": "tiny", "prompt": "x", "max_tokens": 8000, "stream": true, "seed": 4,
                       "stream_options": {"include_usage": true}})",
                   true, [&](const std::string& so_far) {
                     if (so_far.find("data: ") != std::string::npos) started = true;
@@ -538,8 +547,41 @@ TEST(Serve, SigtermDrainsInFlightRequestsAndExitsZero) {
   ASSERT_GE(events.size(), 3u);
   EXPECT_EQ(events.back(), "[DONE]");
   const json usage = json::parse(events[events.size() - 2]);
-  EXPECT_EQ(usage["usage"]["completion_tokens"], 4000) << events[events.size() - 2];
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 8000) << events[events.size() - 2];
   EXPECT_EQ(json::parse(events[events.size() - 3])["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(rc, 0) << read_file(server.log);
   EXPECT_NE(read_file(server.log).find("draining"), std::string::npos);
+}
+
+// --max-batch 1 --max-queue 1: a 30000-token stream holds the one row, a second request waits, a third is
+// answered 429 with OpenAI's error object; when the stream's client hangs up, its row goes to the waiting
+// request, which is answered.
+TEST(Serve, AFullQueueAnswers429AndADisconnectFreesTheRow) {
+  const std::string ckpt = write_checkpoint("queue");
+  ServeProcess server(ckpt, {"--max-batch", "1", "--max-queue", "1"},
+                      fixtures::fresh_test_dir("apps_serve", "queue_log") + "/serve.log");
+  ASSERT_GT(server.port, 0) << read_file(server.log);
+  RawStream holder(server.port, "/v1/completions", R"({"model": "tiny", "prompt": "x", "max_tokens": 30000, "stream": true})");
+  ASSERT_GT(holder.wait_events(1), 0u);
+  HttpReply waiting;
+  std::thread waiter([&] {
+    waiting = http("POST", server.url("/v1/completions"), R"({"model": "tiny", "prompt": "y", "max_tokens": 3})");
+  });
+  json h = json::object();
+  for (int i = 0; i < 600 && h.value("waiting", 0) != 1; ++i) {
+    std::this_thread::sleep_for(20ms);
+    h = health(server);
+  }
+  EXPECT_EQ(h["waiting"], 1) << h.dump();
+  EXPECT_EQ(h["running"], 1) << h.dump();
+  const HttpReply refused = http("POST", server.url("/v1/completions"), R"({"model": "tiny", "prompt": "z", "max_tokens": 3})");
+  EXPECT_EQ(refused.status, 429) << refused.body;
+  const json e = json::parse(refused.body, nullptr, false);
+  EXPECT_EQ(e["error"]["code"], "queue_full") << refused.body;
+  EXPECT_EQ(e["error"]["type"], "rate_limit_error") << refused.body;
+  holder.hang_up();
+  waiter.join();
+  EXPECT_EQ(waiting.status, 200) << waiting.body;
+  EXPECT_EQ(json::parse(waiting.body)["usage"]["completion_tokens"], 3);
+  EXPECT_EQ(health(server)["aborted"], 1);
 }
