@@ -15,7 +15,12 @@ Server::Server(const ServerOptions& o) {
     throw spade::Error("serve: --dtype must be float32 or bfloat16, not '" + o.dtype + "'");
   const c10::ScalarType dtype = o.dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32;
   policy::Transformer model = policy::load_checkpoint(o.checkpoint, dtype);
-  model->to(torch::Device(o.device));
+  try {
+    model->to(torch::Device(o.device));
+  } catch (const c10::Error& e) {  // a malformed name, or a device this LibTorch build or machine lacks
+    const std::string what = e.what();
+    throw spade::Error("serve: cannot put the model on --device '" + o.device + "': " + what.substr(0, what.find('\n')));
+  }
   model->eval();
   tok_ = policy::Tokenizer::load_dir(o.checkpoint);
 
