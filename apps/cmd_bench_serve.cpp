@@ -7,9 +7,9 @@
 // benchmark), so the work does not depend on what a small model happens to say: L_j = --max-tokens with
 // --fixed-length, else spread over [M/2, 3M/2) (M = --max-tokens; L_j = M/2 + 37j mod M), so that the
 // clients do not move in lockstep (all replies ending in the same round, all next requests arriving
-// together: the worst case for closed-loop clients, which --fixed-length measures). Both
-// sample the same tokens (each request its own random stream), so the token counts must agree;
-// the throughput ratio (server tokens/s over direct tokens/s; target >= 0.9) is what the HTTP layer, the
+// together: the worst case for closed-loop clients, which --fixed-length measures). Both sample the same
+// tokens (each request its own random stream): every reply must be the direct run's text, or the bench
+// fails. The throughput ratio (server tokens/s over direct tokens/s; target >= 0.9) is what the HTTP layer, the
 // engine thread and the gaps between a client's requests cost. Runs alternate (direct, server) --repeats
 // times; the medians are reported with every run, and the server's per-request latency p50/p99 over all
 // its runs. Prints one JSON object; recorded in bench/RESULTS.md.
@@ -34,6 +34,7 @@
 #include "policy/tokenizer.h"
 #include "rollout/sampler.h"
 #include "serve/chat_prompt.h"
+#include "serve/openai_api.h"
 #include "serve/server.h"
 
 namespace spade::apps {
@@ -53,11 +54,11 @@ double percentile(std::vector<double> v, double q) {
 
 double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
 
-/// The direct run's source: every request queued at once; counts the tokens.
+/// The direct run's source: every request queued at once; keeps each request's tokens.
 class AllAtOnce : public rollout::StreamSource {
  public:
   AllAtOnce(const std::vector<std::vector<int64_t>>& prompts, const std::vector<rollout::SamplingParams>& params)
-      : prompts_(prompts), params_(params) {}
+      : tokens(prompts.size()), prompts_(prompts), params_(params) {}
   std::vector<rollout::StreamRequest> take(size_t free) override {
     std::vector<rollout::StreamRequest> out;
     for (; next_ < prompts_.size() && out.size() < free; ++next_)  // request j, seed j, as the clients send it
@@ -65,8 +66,8 @@ class AllAtOnce : public rollout::StreamSource {
     return out;
   }
   bool on_token(uint64_t, const rollout::GenerationResult&) override { return true; }
-  void on_finish(uint64_t, rollout::GenerationResult&& r) override { tokens += r.tokens.size(); }
-  int64_t tokens = 0;
+  void on_finish(uint64_t id, rollout::GenerationResult&& r) override { tokens[id] = std::move(r.tokens); }
+  std::vector<std::vector<int64_t>> tokens;  // per request
 
  private:
   const std::vector<std::vector<int64_t>>& prompts_;
@@ -127,6 +128,14 @@ void add_bench_serve_command(CLI::App& app) {
       so.http.port = 0;
       serve::Server server(so);
       std::thread serving([&server] { server.serve(); });
+      struct Stop {  // however the runs end, the server drains and its thread is joined
+        serve::Server& server;
+        std::thread& thread;
+        ~Stop() {
+          server.drain();
+          thread.join();
+        }
+      } stop{server, serving};
       evaldual::ModelEndpoint ep;
       ep.name = "bench";
       ep.base_url = "http://127.0.0.1:" + std::to_string(server.port()) + "/v1";
@@ -137,16 +146,18 @@ void add_bench_serve_command(CLI::App& app) {
 
       nlohmann::json runs = nlohmann::json::array();
       std::vector<double> direct_tps, server_tps, latencies;
-      int64_t direct_tokens = -1, server_tokens = -1;
+      int64_t tokens_per_run = 0;
       for (int rep = 0; rep < a.repeats; ++rep) {
         AllAtOnce source(prompts, params);
         auto t0 = Clock::now();
         rollout::generate_stream(model, params[0], a.max_batch, source);
         const double ds = seconds_since(t0);
-        direct_tokens = source.tokens;
-        direct_tps.push_back(source.tokens / ds);
+        int64_t direct_tokens = 0;
+        for (const auto& t : source.tokens) direct_tokens += t.size();
+        direct_tps.push_back(direct_tokens / ds);
 
         std::vector<double> lat(a.requests);
+        std::vector<std::string> replies(a.requests);
         std::atomic<int64_t> tokens{0};
         std::atomic<int> failures{0};
         std::string first_error;
@@ -162,7 +173,9 @@ void add_bench_serve_command(CLI::App& app) {
               evaldual::ChatClient per_request(mine);
               const auto r0 = Clock::now();
               try {
-                tokens += per_request.complete({{"user", texts[j]}}).usage.completion_tokens;
+                const evaldual::ChatReply r = per_request.complete({{"user", texts[j]}});
+                tokens += r.usage.completion_tokens;
+                replies[j] = r.content;
               } catch (const std::exception& e) {
                 ++failures;
                 std::lock_guard<std::mutex> lk(error_mu);
@@ -174,17 +187,20 @@ void add_bench_serve_command(CLI::App& app) {
         for (std::thread& t : clients) t.join();
         const double ss = seconds_since(t0);
         if (failures > 0) throw spade::Error("bench serve: " + std::to_string(failures.load()) + " requests failed: " + first_error);
-        server_tokens = tokens;
+        // The same requests sample the same tokens: every reply is the direct run's text (no stop token).
+        for (int j = 0; j < a.requests; ++j)
+          if (replies[j] != serve::decode_lenient(tok, source.tokens[j]))
+            throw spade::Error("bench serve: request " + std::to_string(j) + " got another reply from the server than from "
+                               "the sampler directly (same prompt, seed and sampling)");
+        if (tokens != direct_tokens)
+          throw spade::Error("bench serve: the server reported " + std::to_string(tokens.load()) + " tokens, the sampler sampled " +
+                             std::to_string(direct_tokens));
+        tokens_per_run = direct_tokens;
         server_tps.push_back(tokens / ss);
         latencies.insert(latencies.end(), lat.begin(), lat.end());
-        runs.push_back({{"direct_tokens", direct_tokens}, {"direct_s", ds}, {"server_tokens", server_tokens}, {"server_s", ss}});
+        runs.push_back({{"direct_tokens", direct_tokens}, {"direct_s", ds}, {"server_tokens", tokens.load()}, {"server_s", ss}});
         std::fprintf(stderr, "%s\n", runs.back().dump().c_str());
       }
-      server.drain();
-      serving.join();
-      if (direct_tokens != server_tokens)
-        throw spade::Error("bench serve: the server sampled " + std::to_string(server_tokens) + " tokens, the sampler " +
-                           std::to_string(direct_tokens) + ": the same requests should sample the same tokens");
       const double ratio = median(server_tps) / median(direct_tps);
       nlohmann::json report = {
           {"bench", "serve"},
@@ -197,7 +213,7 @@ void add_bench_serve_command(CLI::App& app) {
           {"lengths", a.fixed_length ? "fixed" : "spread over [max_tokens/2, 3 max_tokens/2)"},
           {"max_batch", a.max_batch},
           {"sampling", "temperature 0.6, top-p 0.95, top-k 20, seed = request index, ignore_eos"},
-          {"tokens_per_run", direct_tokens},
+          {"tokens_per_run", tokens_per_run},
           {"direct_tokens_per_s", median(direct_tps)},
           {"server_tokens_per_s", median(server_tps)},
           {"ratio", ratio},
