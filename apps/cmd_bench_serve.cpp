@@ -1,8 +1,9 @@
 // `spade bench serve`: `spade serve` under concurrent clients against the same requests run through the
 // sampler directly (issue 20). The same chat requests (prompt, seed, sampling, max tokens) go
 //   direct: rollout::generate_stream, all of them queued at once, --max-batch rows decoding together;
-//   server: the HTTP server in this process (serve/server.h) with --clients threads, each sending its
-//           share one after another through evaldual's libcurl client (evaldual/model_client.h).
+//   server: the HTTP server in this process (serve/server.h) with --clients threads, each sending the
+//           next request of the list (in order, as the direct run's queue admits them) as soon as its
+//           previous reply is in, through evaldual's libcurl client (evaldual/model_client.h).
 // Request j samples exactly L_j tokens (vLLM's ignore_eos: no end-of-turn stops it, as in vLLM's serving
 // benchmark), so the work does not depend on what a small model happens to say: L_j = --max-tokens with
 // --fixed-length, else spread over [M/2, 3M/2) (M = --max-tokens; L_j = M/2 + 37j mod M), so that the
@@ -88,7 +89,7 @@ void add_bench_serve_command(CLI::App& app) {
       "serve", "spade serve with concurrent HTTP clients vs the same requests through the sampler directly");
   cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory served (with its tokenizer and chat template)")
       ->required();
-  cmd->add_option("--clients", args->clients, "concurrent HTTP clients, each sending its requests one after another");
+  cmd->add_option("--clients", args->clients, "concurrent HTTP clients, each sending the next request once its reply is in");
   cmd->add_option("--requests", args->requests, "chat requests per run (request j has seed j)");
   cmd->add_option("--max-tokens", args->max_tokens, "mean tokens per request (each request samples exactly its own)");
   cmd->add_flag("--fixed-length", args->fixed_length, "every request samples exactly --max-tokens tokens (clients in lockstep)");
@@ -164,9 +165,10 @@ void add_bench_serve_command(CLI::App& app) {
         std::mutex error_mu;
         t0 = Clock::now();
         std::vector<std::thread> clients;
+        std::atomic<int> next_request{0};  // each client sends the next request not yet sent (a shared list)
         for (int c = 0; c < a.clients; ++c)
-          clients.emplace_back([&, c] {
-            for (int j = c; j < a.requests; j += a.clients) {
+          clients.emplace_back([&] {
+            for (int j = next_request++; j < a.requests; j = next_request++) {
               evaldual::ModelEndpoint mine = ep;  // request j: seed j and the sampler's filters
               mine.max_tokens = params[j].max_new_tokens;
               mine.extra_body = {{"seed", j}, {"top_p", params[j].top_p}, {"top_k", params[j].top_k}, {"ignore_eos", true}};
