@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "apps/commands.h"
+#include "apps/machine_info.h"
 #include "apps/error_text.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
@@ -280,14 +281,6 @@ int64_t pss_bytes(int pid) {
     f.ignore(1 << 20, '\n');
   }
   return 0;
-}
-
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
 }
 
 json round3(double v) { return std::round(v * 1000) / 1000; }

@@ -26,12 +26,12 @@
 #include <ctime>
 #include <filesystem>
 #include <limits>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <thread>
 
 #include "apps/commands.h"
+#include "apps/machine_info.h"
 #include "apps/error_text.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
@@ -125,15 +125,6 @@ void add_rate_command(CLI::App* duel) {
 double load_average() {
   double l[1] = {0};
   return getloadavg(l, 1) == 1 ? l[0] : -1.0;
-}
-
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown";
 }
 
 // One draw of a synthetic tournament: true log-strengths spread evenly over [-0.5, 0.5], the late

@@ -24,6 +24,8 @@ void add_bench_sampler_command(CLI::App& app);  // bench sampler (apps/cmd_bench
 void add_bench_trainer_command(CLI::App& app);  // bench trainer (apps/cmd_bench_trainer.cpp)
 void add_bench_step_command(CLI::App& app);  // bench step (apps/cmd_bench_step.cpp)
 void add_bench_turns_command(CLI::App& app);  // bench turns (apps/cmd_bench_turns.cpp)
+void add_serve_command(CLI::App& app);     // serve (apps/cmd_serve.cpp)
+void add_bench_serve_command(CLI::App& app);  // bench serve (apps/cmd_bench_serve.cpp)
 
 /// The `bench` subcommand shared by the add_bench_* functions: found, or created by the first caller.
 CLI::App* bench_command(CLI::App& app);

@@ -75,6 +75,8 @@ int main(int argc, char** argv) {
   spade::apps::add_bench_trainer_command(app);
   spade::apps::add_bench_step_command(app);
   spade::apps::add_bench_turns_command(app);
+  spade::apps::add_serve_command(app);
+  spade::apps::add_bench_serve_command(app);
   add_help_command(app);
   app.footer("`spade help CMD` (or `spade CMD --help`) shows a command's options.");  // after: not inherited
   try {

@@ -1,6 +1,7 @@
 #include "policy/chat_formats.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "common/error.h"
 
@@ -35,19 +36,11 @@ std::string render_chatml(const std::vector<RichMessage>& msgs, const ChatRender
   size_t start = 0;
   const bool has_system = !msgs.empty() && msgs[0].role == "system";
   if (!o.tools.empty()) {
-    out += "<|im_start|>system\n";
-    if (has_system) {
-      out += msgs[0].content + "\n\n";
-      start = 1;
-    } else if (qwen2) {
-      out += o.default_system + "\n\n";
-    }
-    out += "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-           "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
-    for (const auto& t : o.tools) out += "\n" + tojson(t);
-    out += "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
-           "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
-           "<args-json-object>}\n</tool_call><|im_end|>\n";
+    std::optional<std::string> system;  // Qwen3 writes no system text without a system message
+    if (has_system) system = msgs[0].content;
+    else if (qwen2) system = o.default_system;
+    start = has_system ? 1 : 0;
+    out += "<|im_start|>system\n" + qwen_tools_system(system, o.tools) + "<|im_end|>\n";
   } else if (qwen2) {
     out += "<|im_start|>system\n" + (has_system ? msgs[0].content : o.default_system) + "<|im_end|>\n";
     start = has_system ? 1 : 0;
@@ -67,13 +60,7 @@ std::string render_chatml(const std::vector<RichMessage>& msgs, const ChatRender
       continue;
     }
     const std::string content = m.role == "assistant" && i < last_query ? qwen3_history_content(m.content) : m.content;
-    out += "<|im_start|>" + m.role + "\n" + content;
-    for (size_t k = 0; k < m.tool_calls.size(); ++k) {
-      if (k > 0 || !content.empty()) out += "\n";
-      out += "<tool_call>\n{\"name\": " + nlohmann::json(m.tool_calls[k].name).dump() +
-             ", \"arguments\": " + tojson(m.tool_calls[k].arguments) + "}\n</tool_call>";
-    }
-    out += "<|im_end|>\n";
+    out += "<|im_start|>" + m.role + "\n" + qwen_assistant_content(content, m.tool_calls) + "<|im_end|>\n";
   }
   if (o.add_generation_prompt) {
     out += "<|im_start|>assistant\n";
@@ -122,6 +109,27 @@ std::string template_trim(const std::string& s) {
   const size_t b = s.find_first_not_of(ws);
   if (b == std::string::npos) return "";
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+std::string qwen_tools_system(const std::optional<std::string>& system, const std::vector<nlohmann::ordered_json>& tools) {
+  std::string out = system ? *system + "\n\n" : "";
+  out += "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+         "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
+  for (const auto& t : tools) out += "\n" + tojson(t);
+  out += "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+         "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+         "<args-json-object>}\n</tool_call>";
+  return out;
+}
+
+std::string qwen_assistant_content(const std::string& content, const std::vector<ToolCall>& calls) {
+  std::string out = content;
+  for (size_t k = 0; k < calls.size(); ++k) {
+    if (k > 0 || !content.empty()) out += "\n";
+    out += "<tool_call>\n{\"name\": " + nlohmann::json(calls[k].name).dump() + ", \"arguments\": " +
+           tojson(calls[k].arguments) + "}\n</tool_call>";
+  }
+  return out;
 }
 
 std::string qwen_tool_response(const std::string& result) { return "<tool_response>\n" + result + "\n</tool_response>"; }

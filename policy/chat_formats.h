@@ -33,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,17 @@ std::string end_of_turn(ChatFormat format);
 /// Jinja `trim` / Python str.strip() as the Llama templates apply it: spaces, tabs, CR and LF removed
 /// at both ends.
 std::string template_trim(const std::string& s);
+
+/// Qwen2.5/Qwen3 templates (kQwen2 / kChatML): the system turn's content when `tools` are given:
+/// *system + "\n\n" (when given: the system message's content, or kQwen2's default system message;
+/// Qwen3 writes none without a system message) + the "# Tools" block (one tojson line per tool inside
+/// <tools></tools>, then the <tool_call> instructions), as render_chat writes it.
+std::string qwen_tools_system(const std::optional<std::string>& system, const std::vector<nlohmann::ordered_json>& tools);
+
+/// Qwen2.5/Qwen3 templates: an assistant message's text with its tool calls, as render_chat writes it:
+/// `content`, then per call ("\n" before it unless it opens an empty content)
+/// "<tool_call>\n{"name": .., "arguments": ..}\n</tool_call>" (arguments as Jinja's tojson).
+std::string qwen_assistant_content(const std::string& content, const std::vector<ToolCall>& calls);
 
 /// Qwen2.5/Qwen3 templates (kQwen2 / kChatML): one tool result as it appears inside the user turn that carries it,
 /// "<tool_response>\n" + result + "\n</tool_response>".

@@ -29,7 +29,7 @@ void RequestQueue::push(const Request& q) {
   if (static_cast<int64_t>(q.seq->tokens.size()) <= q.seq->cached)
     throw spade::Error("generate: sequence " + std::to_string(q.tag) + " has no new tokens to condition on");
   q.seq->in_turn = true;
-  entered_.push_back(q.seq);
+  entered_.insert(q.seq);
   waiting_.push_back(q);
 }
 
@@ -63,13 +63,11 @@ RunningBatch::RunningBatch(policy::Transformer& model, const SamplingParams& par
       forwarded_(forwarded),
       st_(stats),
       device_(model->parameters().front().device()),
-      stop_(params.stop_token_ids.begin(), params.stop_token_ids.end()),
       budget_(params.max_tokens_in_flight) {
   if (params.backend == SamplingParams::Backend::kHost && !device_.is_cpu())
     throw spade::Error("generate: SamplingParams::Backend::kHost needs CPU logits; the model is on " + device_.str());
   host_draw_ = params.backend == SamplingParams::Backend::kHost ||
                (params.backend == SamplingParams::Backend::kAuto && device_.is_cpu());
-  for (const std::string& s : params.stop_strings) stop_window_ = std::max(stop_window_, s.size() + 8);
   using GraphMode = SamplingParams::DecodeGraphMode;
   if (params.decode_graph == GraphMode::kOn ||
       (params.decode_graph == GraphMode::kAuto && policy::DecodeGraph::capturable(*model)))
@@ -159,7 +157,7 @@ void RunningBatch::join(Prefilled& group) {
   if (!rest.empty()) append(group, rest);
   // Finished rows no new row took: dropped now (with a decode graph kept as in update(), unless new
   // rows were appended: the storage is new anyway, and the batch must not exceed max_batch).
-  if (reused < free_slots.size() && (!graph_ || !rest.empty())) {
+  if (reused < free_slots.size() && (!keep_free_slots() || !rest.empty())) {
     std::vector<int64_t> live;
     for (size_t r = 0; r < rows_.size(); ++r)
       if (!rows_[r].done) live.push_back(r);
@@ -211,7 +209,7 @@ void RunningBatch::append(Prefilled& group, const std::vector<int64_t>& rest) {
 
 void RunningBatch::choose() {
   ++st_.rounds;
-  draw_tokens(next_logits_, params_, host_draw_, rows_);
+  draw_tokens(next_logits_, host_draw_, rows_);
 }
 
 void RunningBatch::decode() {
@@ -239,21 +237,27 @@ void RunningBatch::decode() {
 
 // ---- Update ------------------------------------------------------------------------------------------
 
-void RunningBatch::update(RequestQueue& queue, const FinishFn& finish) {
+void RunningBatch::update(RequestQueue& queue, const FinishFn& finish, const TokenFn& on_token,
+                          const std::function<void()>& refill) {
   std::vector<int64_t> going_on;  // rows that go on generating
   for (int64_t r = 0; r < static_cast<int64_t>(rows_.size()); ++r) {
     Row& row = rows_[r];
     if (row.done) continue;
     if (!record(row)) {
-      going_on.push_back(r);
-      continue;
+      if (!on_token || on_token(row.req, row.result)) {
+        going_on.push_back(r);
+        continue;
+      }
+      row.result.finish_reason = FinishReason::kAbort;
     }
     if (keep_) park(r);
     row.done = true;
     row.req.seq->in_turn = false;
+    queue.leave(row.req.seq);
     std::optional<Request> next = finish(row.req, std::move(row.result));
     if (next) queue.push(*next);
   }
+  if (refill) refill();
   drop_finished(going_on, queue);
 }
 
@@ -261,15 +265,19 @@ void RunningBatch::update(RequestQueue& queue, const FinishFn& finish) {
 /// finished (result.finish_reason set): it sampled a stop token, spelled a stop string
 /// (result.stop_string set) or reached its cap.
 bool RunningBatch::record(Row& row) {
+  const SamplingParams& p = *row.req.params;
   GenerationResult& res = row.result;
   res.tokens.push_back(row.draw.token);
   res.logprobs.push_back(row.draw.logprob);
+  if (p.top_logprobs > 0) res.top_logprobs.push_back(std::move(row.draw.top));
   if (keep_) row.req.seq->tokens.push_back(row.draw.token);
-  bool stopped = stop_.count(row.draw.token) > 0;
-  if (!stopped && stop_window_ > 0) {
-    const size_t w = std::min(stop_window_, res.tokens.size());
-    const std::string text = params_.detokenize(std::vector<int64_t>(res.tokens.end() - w, res.tokens.end()));
-    for (const std::string& s : params_.stop_strings)
+  bool stopped = std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), row.draw.token) != p.stop_token_ids.end();
+  size_t window = 0;  // tokens decoded to look for a stop string (their longest + 8); 0 = none
+  for (const std::string& s : p.stop_strings) window = std::max(window, s.size() + 8);
+  if (!stopped && window > 0) {
+    const size_t w = std::min(window, res.tokens.size());
+    const std::string text = p.detokenize(std::vector<int64_t>(res.tokens.end() - w, res.tokens.end()));
+    for (const std::string& s : p.stop_strings)
       if (text.find(s) != std::string::npos) {
         stopped = true;
         res.stop_string = s;
@@ -296,13 +304,13 @@ void RunningBatch::park(int64_t r) {
 /// Compaction copies every remaining row and replaces the cache's storage (which a decode graph must then
 /// capture anew, ~ a few eager steps' time). So when the queue has a sequence waiting, finished rows stay
 /// for one step (decoded and ignored: rows do not interact) and the next prefill writes the new rows into
-/// their slots in place. With a graph they also stay until a quarter of the batch has finished. Without
-/// either, with a budget of tokens in flight (whose accounting assumes a finished row holds no KV), or
+/// their slots in place. With a graph, or with requests arriving (expect_arrivals()), they also stay until
+/// a quarter of the batch has finished. Without either, with a budget of tokens in flight (whose accounting assumes a finished row holds no KV), or
 /// when no row is left, they go at once.
 void RunningBatch::drop_finished(const std::vector<int64_t>& going_on, const RequestQueue& queue) {
   const int64_t B = rows_.size(), finished = B - static_cast<int64_t>(going_on.size());
   const bool refill = !queue.empty() && budget_ == 0;
-  if (finished > 0 && (going_on.empty() || (!refill && (!graph_ || 4 * finished >= B || budget_ > 0))))
+  if (finished > 0 && (going_on.empty() || (!refill && (!keep_free_slots() || 4 * finished >= B || budget_ > 0))))
     compact(going_on, nullptr);
 }
 

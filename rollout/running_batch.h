@@ -52,22 +52,35 @@ struct Rng {
 };
 
 /// One turn of one sequence waiting for a slot: prefill seq's pending tokens, then sample up to cap
-/// tokens from the random stream `stream`. `tag` is the caller's (result index or sequence id).
+/// tokens from the random stream `stream` with the filters and stops of `params`. `tag` is the
+/// caller's (result index, sequence id or stream request id).
 struct Request {
   Sequence* seq;
   int cap;          // max new tokens, >= 1
   uint64_t stream;  // seed of the row's random stream (sampling_stream())
   size_t tag;
+  /// This row's sampling (temperature, top-k/p, min-p, top_logprobs, stops); valid until its turn ends
+  /// (its FinishFn returns). The queue itself never reads it.
+  const SamplingParams* params = nullptr;
 };
+
+class RequestQueue;
 
 /// Called when a request's turn ends, with its result (and, when `keep`, the sequence's K/V parked
 /// back in seq->cache); returns the sequence's next turn, if any, which joins the queue.
 using FinishFn = std::function<std::optional<Request>(const Request&, GenerationResult&&)>;
+/// Called after each token that does not end a request's turn, with its result so far; false ends the
+/// turn at once (FinishReason::kAbort; the FinishFn follows).
+using TokenFn = std::function<bool(const Request&, const GenerationResult&)>;
+/// Called once per round before admission with the queue and the rows free (max_batch minus the rows
+/// running and queued); may push requests (generate_stream's arrivals).
+using ArrivalFn = std::function<void(RequestQueue&, size_t free)>;
 
-/// One row's next token and its logprob.
+/// One row's next token and its logprob (and, with params->top_logprobs, the most likely tokens).
 struct Draw {
   int64_t token;
   float logprob;
+  std::vector<TokenLogprob> top;
 };
 
 /// A request in the running batch.
@@ -77,14 +90,17 @@ struct Row {
   int64_t next_position;  // RoPE position of the next token to feed
   Rng rng;
   GenerationResult result;
-  bool done = false;      // finished, result handed out; kept in the batch until it is compacted
+  bool done = false;      // finished, result handed out; kept in the batch until it is compacted (its
+                          // req.params may then be gone: it draws nothing)
   Draw draw{};            // this round's token (the next decode step's input) and its logprob
 };
 
-/// Sets rows[r].draw for every row from logits [rows.size(), V] (float32), each drawn from its row's
-/// random stream with SamplingParams' filters: as loops over the raw logits on the host when `on_host`
-/// (CPU logits only), else as tensor ops on the logits' device. Defined in sampler.cpp with the draws.
-void draw_tokens(const torch::Tensor& logits, const SamplingParams& params, bool on_host, std::vector<Row>& rows);
+/// Sets rows[r].draw for every unfinished row from logits [rows.size(), V] (float32), each drawn from
+/// its row's random stream with its req.params' filters (finished rows get token 0, fed and ignored):
+/// as loops over the raw logits on the host when `on_host` (CPU logits only), else as tensor ops on the
+/// logits' device (rows sharing a SamplingParams draw together). Fills draw.top for rows whose
+/// params->top_logprobs > 0. Defined in sampler.cpp with the draws.
+void draw_tokens(const torch::Tensor& logits, bool on_host, std::vector<Row>& rows);
 
 /// The requests waiting for a row, first in first out. If an exception leaves the sampler while it
 /// lives, the sequences with a turn queued or running have lost their K/V (it lived in the batch): its
@@ -101,6 +117,9 @@ class RequestQueue {
   /// already has a turn queued or running, or one with no pending tokens (tokens.size() <= cached).
   void push(const Request& q);
   bool empty() const { return waiting_.empty(); }
+  size_t size() const { return waiting_.size(); }
+  /// The turn of `seq` has ended (RunningBatch::update, before its FinishFn): it leaves entered_.
+  void leave(Sequence* seq) { entered_.erase(seq); }
 
   /// Schedule: removes and returns the requests at the head of the queue (FIFO, none skips ahead) that
   /// join a batch of `running` unfinished rows whose reservations total `reserved` tokens, while
@@ -113,7 +132,7 @@ class RequestQueue {
 
  private:
   std::deque<Request> waiting_;
-  std::vector<Sequence*> entered_;  // every sequence queued (in_turn marks those still queued or running)
+  std::unordered_set<Sequence*> entered_;  // the sequences with a turn queued or running
   int exceptions_ = std::uncaught_exceptions();
 };
 
@@ -152,12 +171,17 @@ class RunningBatch {
   /// Update: appends each unfinished row's draw to its result (and its sequence when `keep`); a row
   /// that sampled a stop token, spelled a stop string or reached its cap finishes: its K/V is parked in
   /// its sequence when `keep`, `finish` gets its result, and the follow-up turn `finish` returns is
-  /// pushed on `queue` at once. Finished rows then leave the batch (compaction), unless a row goes on,
-  /// there is no budget of tokens in flight, and either a request is waiting (the next prefill takes their
-  /// slots in place) or, with a decode graph, fewer than a quarter of the rows have finished.
-  void update(RequestQueue& queue, const FinishFn& finish);
+  /// pushed on `queue` at once. A row that goes on is reported to `on_token` (when given), which may end
+  /// it (kAbort). Then `refill` (when given) may push new requests on `queue`. Finished rows then leave
+  /// the batch (compaction), unless a row goes on, there is no budget of tokens in flight, and either a
+  /// request is waiting (the next prefill takes their slots in place) or, with a decode graph, fewer than
+  /// a quarter of the rows have finished.
+  void update(RequestQueue& queue, const FinishFn& finish, const TokenFn& on_token, const std::function<void()>& refill);
   /// Execute, decode: one forward feeding every row its draw (forward(), or the decode graph).
   void decode();
+  /// Requests may arrive while the batch runs (generate_stream): finished rows are then kept for new
+  /// rows to take in place, as with a decode graph (update(), prefill()).
+  void expect_arrivals() { arrivals_ = true; }
 
  private:
   /// An admission group after its prefill, before it joins the batch.
@@ -175,6 +199,9 @@ class RunningBatch {
   bool record(Row& row);
   void park(int64_t r);
   void drop_finished(const std::vector<int64_t>& going_on, const RequestQueue& queue);
+  /// Whether finished rows stay in the batch until a quarter of it has finished (a compaction copies
+  /// every row and would make a decode graph capture anew; an arriving request takes a kept slot in place).
+  bool keep_free_slots() const { return graph_ != nullptr || arrivals_; }
   void record_forward();
   void trim_front(int64_t min_columns);
   void compact(const std::vector<int64_t>& keep_rows, torch::Tensor* also);
@@ -185,11 +212,10 @@ class RunningBatch {
   int64_t* forwarded_;
   SamplerStats& st_;
   const torch::Device device_;
-  const std::unordered_set<int64_t> stop_;   // params.stop_token_ids
   const int64_t budget_;                     // params.max_tokens_in_flight; 0 = unlimited
   bool host_draw_ = false;                   // draws on the host (draw_tokens' on_host)
-  size_t stop_window_ = 0;                   // tokens decoded to look for a stop string; 0 = none
   std::unique_ptr<policy::DecodeGraph> graph_;  // decode steps through fixed buffers (a CUDA graph)
+  bool arrivals_ = false;                    // expect_arrivals()
 
   std::vector<Row> rows_;      // in batch order
   policy::KVCache cache_;      // [B, kv_heads, S, head_dim] per layer

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "common/error.h"
@@ -15,6 +16,7 @@ namespace spade::rollout {
 
 namespace {
 
+using detail::ArrivalFn;
 using detail::Draw;
 using detail::FinishFn;
 using detail::Request;
@@ -23,6 +25,7 @@ using detail::Rng;
 using detail::Row;
 using detail::RunningBatch;
 using detail::Sequence;
+using detail::TokenFn;
 
 /// log_softmax(z)[token] for z[V] (policy::token_logprobs' formula: z - max - log(sum(exp(z - max)))).
 float log_softmax_at(const float* z, int64_t V, int64_t token) {
@@ -89,7 +92,7 @@ class Candidates {
 Draw draw_on_host(const float* logits, int64_t V, const SamplingParams& p, Rng& rng, std::vector<float>& z) {
   if (p.temperature == 0) {
     const int64_t best = std::max_element(logits, logits + V) - logits;
-    return {best, log_softmax_at(logits, V, best)};
+    return {best, log_softmax_at(logits, V, best), {}};
   }
   const float t = static_cast<float>(p.temperature);  // as ATen's float tensor / double scalar
   for (int64_t i = 0; i < V; ++i) z[i] = logits[i] / t;
@@ -108,7 +111,7 @@ Draw draw_on_host(const float* logits, int64_t V, const SamplingParams& p, Rng& 
       pick = i;
       if (u < acc) break;
     }
-    return {pick, log_softmax_at(z.data(), V, pick)};
+    return {pick, log_softmax_at(z.data(), V, pick), {}};
   }
   Candidates cand(z.data(), V, p.top_k);
   // Softmax over the candidates (descending), then the top-p / min-p survivors: a token survives
@@ -138,23 +141,31 @@ Draw draw_on_host(const float* logits, int64_t V, const SamplingParams& p, Rng& 
     if (u < acc) break;
   }
   const int64_t token = cand.at(static_cast<int64_t>(pick));
-  return {token, log_softmax_at(z.data(), V, token)};
+  return {token, log_softmax_at(z.data(), V, token), {}};
 }
 
-/// Next token and logprob of every row, on the host (CPU logits [B, V] float32): draw_on_host() per
-/// row. No tensor ops: on CPU a step's sampling is a few loops over the vocabulary.
-void choose_on_host(const torch::Tensor& logits, const SamplingParams& params, std::vector<Row>& rows) {
+/// Next token and logprob of every unfinished row, on the host (CPU logits [B, V] float32): draw_on_host()
+/// per row with its own params. No tensor ops: on CPU a step's sampling is a few loops over the vocabulary.
+void choose_on_host(const torch::Tensor& logits, std::vector<Row>& rows) {
   const torch::Tensor l = logits.to(torch::kFloat32).contiguous();
   const int64_t V = l.size(1);
   const float* lp = l.data_ptr<float>();
   std::vector<float> z(V);
-  for (size_t r = 0; r < rows.size(); ++r) rows[r].draw = draw_on_host(lp + r * V, V, params, rows[r].rng, z);
+  for (size_t r = 0; r < rows.size(); ++r)
+    if (!rows[r].done) rows[r].draw = draw_on_host(lp + r * V, V, *rows[r].req.params, rows[r].rng, z);
 }
 
-/// The same choice as tensor ops on the logits' device (logits [B, V] float32, e.g. CUDA): only the
-/// surviving candidates and the logprobs are copied to the host.
-void choose_on_device(const torch::Tensor& logits, const SamplingParams& params, std::vector<Row>& rows) {
-  const int64_t B = rows.size(), vocab = logits.size(1);
+/// The same choice as tensor ops on the logits' device (logits [k, V] float32, e.g. CUDA) for the rows
+/// `which` (logits row j is rows[which[j]]), all drawing with `params`: only the surviving candidates
+/// and the logprobs are copied to the host.
+void choose_on_device(const torch::Tensor& logits, const SamplingParams& params, std::vector<Row>& all,
+                      const std::vector<int64_t>& which) {
+  struct Rows {  // rows[j] = all[which[j]]
+    std::vector<Row>& all;
+    const std::vector<int64_t>& which;
+    Row& operator[](int64_t j) { return all[which[j]]; }
+  } rows{all, which};
+  const int64_t B = which.size(), vocab = logits.size(1);
   std::vector<int64_t> chosen(B);
   if (params.temperature == 0) {
     auto am = logits.argmax(-1).to(torch::kCPU).contiguous();
@@ -194,15 +205,63 @@ void choose_on_device(const torch::Tensor& logits, const SamplingParams& params,
   const double temperature = params.temperature == 0 ? 1.0 : params.temperature;
   auto chosen_t = torch::tensor(chosen, torch::kLong).to(logits.device());
   auto lp = policy::token_logprobs(logits, chosen_t, temperature).to(torch::kCPU).contiguous();
-  for (int64_t r = 0; r < B; ++r) rows[r].draw = {chosen[r], lp.data_ptr<float>()[r]};
+  for (int64_t r = 0; r < B; ++r) rows[r].draw = {chosen[r], lp.data_ptr<float>()[r], {}};
+}
+
+/// The `k` most likely tokens of logits[V] (any device) at `temperature` (0: 1, as the greedy logprob),
+/// with their log_softmax values, most likely first, ties by the lower id.
+std::vector<TokenLogprob> top_logprobs_of(const torch::Tensor& logits, double temperature, int k) {
+  const torch::Tensor l = logits.to(torch::kCPU, torch::kFloat32).contiguous();
+  const int64_t V = l.size(0);
+  const float t = static_cast<float>(temperature == 0 ? 1.0 : temperature);
+  std::vector<float> z(V);
+  for (int64_t i = 0; i < V; ++i) z[i] = l.data_ptr<float>()[i] / t;
+  const float m = *std::max_element(z.begin(), z.end());
+  double sum = 0;
+  for (float v : z) sum += std::exp(v - m);
+  const double log_sum = std::log(sum);
+  std::vector<int64_t> ids(V);
+  for (int64_t i = 0; i < V; ++i) ids[i] = i;
+  const int64_t n = std::min<int64_t>(k, V);
+  std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), ByLogitDescending{z.data()});
+  std::vector<TokenLogprob> top(n);
+  for (int64_t j = 0; j < n; ++j) top[j] = {ids[j], static_cast<float>((z[ids[j]] - m) - log_sum)};  // log_softmax_at's
+  return top;
 }
 
 }  // namespace
 
-void detail::draw_tokens(const torch::Tensor& logits, const SamplingParams& params, bool on_host,
-                         std::vector<Row>& rows) {
-  if (on_host) choose_on_host(logits, params, rows);
-  else choose_on_device(logits, params, rows);
+void detail::draw_tokens(const torch::Tensor& logits, bool on_host, std::vector<Row>& rows) {
+  for (Row& row : rows)
+    if (row.done) row.draw = Draw{0, 0.f, {}};  // fed and ignored; its params may be gone
+  if (on_host) {
+    choose_on_host(logits, rows);
+  } else {
+    // Rows sharing a SamplingParams draw together (in generate() and run_turns() that is every row).
+    std::vector<const SamplingParams*> groups;
+    std::vector<std::vector<int64_t>> members;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      if (rows[r].done) continue;
+      const auto it = std::find(groups.begin(), groups.end(), rows[r].req.params);
+      if (it == groups.end()) {
+        groups.push_back(rows[r].req.params);
+        members.push_back({static_cast<int64_t>(r)});
+      } else {
+        members[it - groups.begin()].push_back(r);
+      }
+    }
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const bool all = members[g].size() == rows.size();
+      const torch::Tensor part =
+          all ? logits : logits.index_select(0, torch::tensor(members[g], torch::kLong).to(logits.device()));
+      choose_on_device(part, *groups[g], rows, members[g]);
+    }
+  }
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const SamplingParams* p = rows[r].req.params;
+    if (!rows[r].done && p->top_logprobs > 0)
+      rows[r].draw.top = top_logprobs_of(logits[r], p->temperature, p->top_logprobs);
+  }
 }
 
 namespace {
@@ -223,6 +282,8 @@ void validate(const SamplingParams& params, int max_batch) {
   if (params.max_tokens_in_flight < 0)
     throw spade::Error("generate: max_tokens_in_flight must be >= 0 (0 = unlimited), not " +
                        std::to_string(params.max_tokens_in_flight));
+  if (params.top_logprobs < 0)
+    throw spade::Error("generate: top_logprobs must be >= 0 (0 = none), not " + std::to_string(params.top_logprobs));
 }
 
 /// Restores the model's training mode when the sampler returns or throws.
@@ -235,32 +296,46 @@ struct EvalModeGuard {
   }
 };
 
-/// The sampler proper: runs `requests` and every follow-up turn `finish` returns until none is left.
-/// Pending tokens of each sequence are prefilled on top of its cached K/V; sampled tokens are appended
-/// to seq->tokens when `keep` (then finished rows park their real K/V columns back in seq->cache).
-/// A sequence may have at most one request queued or running. Adds every real token fed through the
-/// model to *forwarded; fills *stats when given. One iteration is one round (rollout/running_batch.h):
-/// every row in the batch gets one token.
+/// The sampler proper: runs `requests` and every follow-up turn `finish` returns until none is left (and,
+/// with `arrivals`, until it adds none either). Pending tokens of each sequence are prefilled on top of
+/// its cached K/V; sampled tokens are appended to seq->tokens when `keep` (then finished rows park their
+/// real K/V columns back in seq->cache). A sequence may have at most one request queued or running.
+/// `params` holds the batch-wide settings (admission budgets, backend, decode graph); each request
+/// samples with its own req.params. Adds every real token fed through the model to *forwarded; fills
+/// *stats when given. One iteration is one round (rollout/running_batch.h): every row in the batch gets
+/// one token. `arrivals` and `on_token` may be empty.
 void run(policy::Transformer& model, const std::vector<Request>& requests, const SamplingParams& params,
-         int max_batch, bool keep, int64_t* forwarded, SamplerStats* stats, const FinishFn& finish) {
+         int max_batch, bool keep, int64_t* forwarded, SamplerStats* stats, const FinishFn& finish,
+         const ArrivalFn& arrivals = {}, const TokenFn& on_token = {}) {
   validate(params, max_batch);
   SamplerStats local_stats;
   SamplerStats& st = stats ? *stats : local_stats;
   st = SamplerStats{};
   RequestQueue queue;  // if anything throws, marks the sequences with a turn queued or running broken
   for (const Request& q : requests) queue.push(q);
+  if (arrivals) arrivals(queue, static_cast<size_t>(max_batch) - std::min<size_t>(max_batch, queue.size()));
   if (queue.empty()) return;
 
   torch::NoGradGuard no_grad;
   EvalModeGuard eval_mode(model);
   RunningBatch batch(model, params, keep, forwarded, st);
+  // New requests join once per round, after the finished rows have freed theirs (and before those rows
+  // are dropped, so that waiting requests can take their slots in place).
+  std::function<void()> refill;
+  if (arrivals) batch.expect_arrivals();
+  if (arrivals)
+    refill = [&] {
+      const size_t busy = batch.running() + queue.size();
+      if (busy < static_cast<size_t>(max_batch)) arrivals(queue, max_batch - busy);
+    };
   while (!queue.empty() || !batch.empty()) {
     // Schedule: the head of the queue that fits the free rows and the budgets, prefilled together.
     const std::vector<Request> group = queue.admit(batch.running(), batch.reserved(), max_batch, params);
     if (!group.empty()) batch.prefill(group);
-    // Every row's next token; record them, finish rows (their next turns join the queue), drop them.
+    // Every row's next token; record them, finish rows (their next turns join the queue), take new
+    // requests, drop the finished rows.
     batch.choose();
-    batch.update(queue, finish);
+    batch.update(queue, finish, on_token, refill);
     // One decode step for the rows left.
     if (!batch.empty()) batch.decode();
   }
@@ -269,7 +344,12 @@ void run(policy::Transformer& model, const std::vector<Request>& requests, const
 }  // namespace
 
 const char* finish_reason_name(FinishReason reason) {
-  return reason == FinishReason::kStop ? "stop" : "length";
+  switch (reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAbort: return "abort";
+  }
+  return "?";
 }
 
 SamplingParams::DecodeGraphMode parse_decode_graph_mode(const std::string& name, const std::string& where) {
@@ -293,7 +373,7 @@ std::vector<GenerationResult> one_turn_each(policy::Transformer& model, const st
   for (size_t a = 0; a < seqs.size(); ++a) {
     const int cap = caps.empty() ? params.max_new_tokens : caps[a];
     if (cap <= 0) results[a].finish_reason = FinishReason::kLength;
-    else requests.push_back({seqs[a], cap, sampling_stream(seed, a), a});
+    else requests.push_back({seqs[a], cap, sampling_stream(seed, a), a, &params});
   }
   run(model, requests, params, max_batch, keep, forwarded, stats,
       [&](const Request& q, GenerationResult&& r) -> std::optional<Request> {
@@ -318,6 +398,38 @@ std::vector<GenerationResult> generate(policy::Transformer& model, const std::ve
   }
   int64_t forwarded = 0;
   return one_turn_each(model, ptrs, params, seed, max_batch, {}, /*keep=*/false, &forwarded, stats);
+}
+
+void generate_stream(policy::Transformer& model, const SamplingParams& batch_params, int max_batch,
+                     StreamSource& source, SamplerStats* stats) {
+  validate(batch_params, max_batch);
+  // The sequences of the requests taken and not finished (keep = false: a request's tokens and K/V are
+  // dropped when it ends; on_finish gets its result).
+  std::unordered_map<uint64_t, std::unique_ptr<Sequence>> live;
+  const ArrivalFn arrivals = [&](RequestQueue& queue, size_t free) {
+    for (StreamRequest& r : source.take(free)) {
+      if (r.params == nullptr) throw spade::Error("generate_stream: request " + std::to_string(r.id) + " has no params");
+      validate(*r.params, max_batch);
+      if (r.prompt.empty()) throw spade::Error("generate_stream: request " + std::to_string(r.id) + " has an empty prompt");
+      if (live.count(r.id)) throw spade::Error("generate_stream: request id " + std::to_string(r.id) + " is already running");
+      if (r.params->max_new_tokens <= 0) {  // as generate(): an empty "length" result
+        source.on_finish(r.id, GenerationResult{});
+        continue;
+      }
+      auto seq = std::make_unique<Sequence>();
+      seq->tokens = std::move(r.prompt);
+      queue.push({seq.get(), r.params->max_new_tokens, r.stream, static_cast<size_t>(r.id), r.params});
+      live.emplace(r.id, std::move(seq));
+    }
+  };
+  const FinishFn finish = [&](const Request& q, GenerationResult&& result) -> std::optional<Request> {
+    live.erase(q.tag);  // its row is done: the batch no longer reads the sequence
+    source.on_finish(q.tag, std::move(result));
+    return std::nullopt;
+  };
+  const TokenFn on_token = [&](const Request& q, const GenerationResult& so_far) { return source.on_token(q.tag, so_far); };
+  int64_t forwarded = 0;
+  run(model, {}, batch_params, max_batch, /*keep=*/false, &forwarded, stats, finish, arrivals, on_token);
 }
 
 GenerationSession::GenerationSession(policy::Transformer& model) : model_(model) {}
@@ -381,7 +493,7 @@ void GenerationSession::run_turns(const std::vector<TurnRequest>& first, const S
   auto request = [&](const TurnRequest& t) {
     Sequence& s = lookup(seqs_, t.id, "run_turns");  // in_turn is checked when it is queued
     if (s.broken) lookup_idle(seqs_, t.id, "run_turns");  // throws the broken error
-    return Request{&s, t.max_new_tokens, t.stream, t.id};
+    return Request{&s, t.max_new_tokens, t.stream, t.id, &params};
   };
   std::vector<Request> requests;
   for (const TurnRequest& t : first) requests.push_back(request(t));

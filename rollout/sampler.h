@@ -22,7 +22,10 @@
 //                       and queues its next turn, which takes the next free slot while the other
 //                       sequences go on decoding (issue 4: "agent turns of many episodes" fill freed
 //                       slots); no turn waits for the slowest sequence of a round of turns.
-// Both run the same code, so a session turn samples exactly what generate() samples on the full
+//   generate_stream()   open-ended: requests arrive while others decode (a server, serve/engine.h), each
+//                       with its own SamplingParams and random stream; every sampled token is reported
+//                       as it is drawn and a request can be ended early (its client went away).
+// All run the same code, so a session turn samples exactly what generate() samples on the full
 // history with the same seed (equal tokens; logprobs equal up to fp32 summation order, ~1e-6).
 // Thread safety: reads the model's parameters only; do not train the model concurrently. A session
 // is not thread-safe.
@@ -59,6 +62,10 @@ struct SamplingParams {
   /// each step, so the cost per token is O(1); a stop string is thus found if its text is spelled by
   /// at most that many tokens (true whenever every token decodes to >= 1 byte).
   std::function<std::string(const std::vector<int64_t>&)> detokenize;
+  /// Also report, for every sampled token, the top_logprobs most likely tokens and their logprobs under
+  /// the same distribution as GenerationResult::logprobs (GenerationResult::top_logprobs); 0 = none.
+  /// Costs a log-softmax and a top-k over the vocabulary per token of each such row.
+  int top_logprobs = 0;
   /// Prefill budget: queued sequences are admitted (prefilled together) while the admitted group's
   /// rows x (cached + new) columns stay within this many tokens (at least one sequence is admitted).
   /// Bounds the attention-score memory of a prefill (rows x heads x T x S floats).
@@ -104,10 +111,18 @@ struct SamplingParams {
 /// --decode-graph`). Throws spade::Error naming `where` and the allowed values otherwise.
 SamplingParams::DecodeGraphMode parse_decode_graph_mode(const std::string& name, const std::string& where);
 
-/// Why a generation ended: a stop token (kept as the last token) or a stop string ("stop"), or the
-/// token cap ("length"). The ids are the OpenAI API's finish_reason values, used in files and logs.
-enum class FinishReason { kStop, kLength };
+/// Why a generation ended: a stop token (kept as the last token) or a stop string ("stop"), the token
+/// cap ("length"), or its caller ended it early ("abort": generate_stream's StreamSource::on_token
+/// returned false). The ids are the OpenAI API's finish_reason values (vLLM's for "abort"), used in
+/// files and logs.
+enum class FinishReason { kStop, kLength, kAbort };
 const char* finish_reason_name(FinishReason reason);
+
+/// A token id and its log-probability.
+struct TokenLogprob {
+  int64_t token;
+  float logprob;
+};
 
 struct GenerationResult {
   std::vector<int64_t> tokens;   // sampled ids (prompt excluded); a stop token, if any, is the last one
@@ -117,6 +132,9 @@ struct GenerationResult {
   std::vector<float> logprobs;
   FinishReason finish_reason = FinishReason::kLength;
   std::string stop_string;       // the stop string that ended the sequence, "" otherwise
+  /// With SamplingParams::top_logprobs = k > 0: per sampled token, the k most likely tokens (most likely
+  /// first; ties by lower id) with their logprobs under the distribution of `logprobs`. Empty otherwise.
+  std::vector<std::vector<TokenLogprob>> top_logprobs;
 };
 
 /// What one generate() call did, for tests and benchmarks (optional out-parameter of both entry points).
@@ -157,6 +175,50 @@ uint64_t sampling_stream(uint64_t seed, size_t index);
 std::vector<GenerationResult> generate(policy::Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
                                        const SamplingParams& params, uint64_t seed, int max_batch = 32,
                                        SamplerStats* stats = nullptr);
+
+/// One request of generate_stream(): a prompt with its own sampling parameters and random stream.
+struct StreamRequest {
+  uint64_t id;                    // the caller's handle, passed back to on_token / on_finish; unique among
+                                  // the requests running
+  std::vector<int64_t> prompt;    // non-empty, ids in [0, vocab)
+  /// Its sampling: temperature, top_p, top_k, min_p, top_logprobs, stop_token_ids, stop_strings (with
+  /// detokenize) and max_new_tokens (its cap; <= 0 finishes it at once, empty, "length"). The batch-wide
+  /// fields (max_prefill_tokens, max_tokens_in_flight, backend, decode_graph) are ignored here. Not
+  /// owned: it must stay valid until on_finish() returns for this request.
+  const SamplingParams* params = nullptr;
+  uint64_t stream = 0;            // seed of its random stream: sampling_stream(seed, i) samples what
+                                  // generate() samples for prompt i under `seed`
+};
+
+/// The caller side of generate_stream(). All three are called on the thread running generate_stream().
+class StreamSource {
+ public:
+  virtual ~StreamSource() = default;
+  /// New requests to start, at most `free` of them (free = max_batch minus the requests running or
+  /// admitted but not yet prefilled). Called before the first round and once per sampling round (one
+  /// token per running request); return quickly (it sits between two decode steps).
+  virtual std::vector<StreamRequest> take(size_t free) = 0;
+  /// After each token of request `id` that does not end it, with its result so far (tokens, logprobs,
+  /// top_logprobs). Return false to end the request now: its row leaves the batch and on_finish()
+  /// follows at once with FinishReason::kAbort.
+  virtual bool on_token(uint64_t id, const GenerationResult& so_far) = 0;
+  /// Request `id` ended (stop, length or abort) with its whole result.
+  virtual void on_finish(uint64_t id, GenerationResult&& result) = 0;
+};
+
+/// Continuous batching over requests that arrive while others decode: each round take() may add
+/// requests, which are prefilled and join the running batch (one FIFO queue, the admission rules and
+/// budgets of generate(), read from `batch_params`: max_prefill_tokens, max_tokens_in_flight, backend,
+/// decode_graph) while the rows already there go on decoding. Rows with different SamplingParams share
+/// the batch; each draws with its own filters from its own stream, so a request samples what generate()
+/// samples for it alone (equal tokens; logprobs equal up to fp32 summation order). Returns when no
+/// request is running or queued and take() returns none: the caller waits for work and calls again.
+/// Throws spade::Error for max_batch < 1, invalid batch_params or request params (as generate()), an
+/// empty prompt or a request id that is already running; rethrows what the source throws. After an
+/// exception, the requests it had taken and not finished are lost (no on_finish for them).
+/// Not thread-safe (one caller thread); reads the model's parameters only.
+void generate_stream(policy::Transformer& model, const SamplingParams& batch_params, int max_batch,
+                     StreamSource& source, SamplerStats* stats = nullptr);
 
 /// Token sequences whose KV caches persist across generate() calls (the turns of many episodes).
 /// A sequence is a token history: tokens[0, cached) have keys/values in its cache; the rest are

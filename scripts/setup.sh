@@ -19,7 +19,13 @@ PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev
   chromium zlib1g-dev                        # tests load the HTML reports headless and decode the screenshots
+  libcpp-httplib-dev                         # spade serve: the HTTP server (cpp-httplib 0.11)
+  nodejs npm                                 # spade serve's test: the official OpenAI Node SDK (npm install openai@6.49.0)
 )
+
+# Packages a command already on PATH stands for: NodeSource's nodejs bundles npm and conflicts with
+# Debian's npm package, so a working `npm` (or `node`) counts as installed.
+declare -A COMMAND_OF=([nodejs]=node [npm]=npm)
 
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -61,7 +67,9 @@ fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" && continue
+  [ -n "${COMMAND_OF[$p]:-}" ] && command -v "${COMMAND_OF[$p]}" >/dev/null 2>&1 && continue
+  missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
