@@ -266,7 +266,7 @@ void SelfPlay::log_step(StepRecord& rec, std::chrono::steady_clock::time_point s
   const std::map<std::string, double> m = step_metrics(rec);
   run_.log_metrics(rec.step, m);  // step numbers: the n-th step is n (selfplay.h)
   tb_->add_scalars(rec.step, m);
-  log_(console_line(rec, config_.selfplay.steps));
+  log_(console_line(rec, config_.selfplay.steps, mode_ == SelfPlayMode::kFixedPool));
 }
 
 void SelfPlay::checkpoint_on_schedule(int64_t t) {

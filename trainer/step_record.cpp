@@ -107,15 +107,19 @@ std::map<std::string, double> step_metrics(const StepRecord& r) {
   return m;
 }
 
-std::string console_line(const StepRecord& r, int steps) {
+std::string console_line(const StepRecord& r, int steps, bool fixed_pool) {
   const std::map<std::string, double> m = step_metrics(r);
+  char envs[96];
+  if (fixed_pool)
+    std::snprintf(envs, sizeof envs, "envs %d from the pool", static_cast<int>(r.live_envs));
+  else
+    std::snprintf(envs, sizeof envs, "envs %d valid %.2f | regret %+.3f | blend %.3f", static_cast<int>(r.live_envs),
+                  r.valid_rate, r.regret, m.at("designer/blend"));
   char line[320];
   std::snprintf(line, sizeof line,
-                "step %3lld/%d | reward %.3f | envs %d valid %.2f | regret %+.3f | blend %.3f | "
-                "grad_norm %.3f | entropy %.3f | tis %.3f | %5.0f tok/s | %.1f s",
-                static_cast<long long>(r.step), steps, r.reward_mean, static_cast<int>(r.live_envs), r.valid_rate,
-                r.regret, m.at("designer/blend"), r.update.grad_norm, r.update.entropy, r.update.tis_mean,
-                m.at("perf/tokens_per_s"), r.step_s);
+                "step %3lld/%d | reward %.3f | %s | grad_norm %.3f | entropy %.3f | tis %.3f | %5.0f tok/s | %.1f s",
+                static_cast<long long>(r.step), steps, r.reward_mean, envs, r.update.grad_norm, r.update.entropy,
+                r.update.tis_mean, m.at("perf/tokens_per_s"), r.step_s);
   return line;
 }
 

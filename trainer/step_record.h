@@ -81,7 +81,8 @@ struct StepRecord {
 /// and optional keys appear only when `r` has them.
 std::map<std::string, double> step_metrics(const StepRecord& r);
 
-/// The console line "step n/N | reward ... | ... s" of `r` (`steps`: selfplay.steps).
-std::string console_line(const StepRecord& r, int steps);
+/// The console line "step n/N | reward ... | ... s" of `r` (`steps`: selfplay.steps). With `fixed_pool`
+/// (selfplay.mode fixed_pool: no designer) the designer's fields (valid, regret, blend) are left out.
+std::string console_line(const StepRecord& r, int steps, bool fixed_pool);
 
 }  // namespace spade::trainer

@@ -104,7 +104,11 @@ TEST(StepRecord, PlainStepLogsTheWindowEstimateAndNoRegenerationKeys) {
 }
 
 TEST(StepRecord, ConsoleLine) {
-  EXPECT_EQ(console_line(regeneration_record(), 10),
+  EXPECT_EQ(console_line(regeneration_record(), 10, false),
             "step   3/10 | reward 0.250 | envs 2 valid 0.50 | regret +0.125 | blend 0.300 | grad_norm 1.500 | "
             "entropy 2.250 | tis 1.000 |    25 tok/s | 6.0 s");
+  // A fixed pool has no designer: no valid rate, regret or blend to show.
+  EXPECT_EQ(console_line(regeneration_record(), 10, true),
+            "step   3/10 | reward 0.250 | envs 2 from the pool | grad_norm 1.500 | entropy 2.250 | tis 1.000 |    25 "
+            "tok/s | 6.0 s");
 }
