@@ -20,7 +20,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   chromium zlib1g-dev                        # tests load the HTML reports headless and decode the screenshots
   libcpp-httplib-dev                         # spade serve: the HTTP server (cpp-httplib 0.11)
-  nodejs npm                                 # spade serve's test: the official OpenAI Node SDK (npm install openai@6.49.0)
+  nodejs npm                                 # spade serve's test: the official OpenAI Node SDK (npm install openai, the version the test names)
 )
 
 # Packages a command already on PATH stands for: NodeSource's nodejs bundles npm and conflicts with

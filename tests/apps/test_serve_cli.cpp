@@ -280,9 +280,11 @@ json health(const ServeProcess& s) { return json::parse(http("GET", s.url("/heal
 
 // ---- The official OpenAI Node SDK ---------------------------------------------------------------------
 
-/// Installs the npm package `openai` at 6.49.0 (the version this test was written against; once) under
-/// SPADE_TEST_TMP/openai_node and copies the client script there. Returns "" when ready, else why the Node
-/// clients cannot run.
+/// The OpenAI Node SDK this test was written against.
+constexpr char kOpenaiNpmPackage[] = "openai@6.49.0";
+
+/// Installs kOpenaiNpmPackage (once) under SPADE_TEST_TMP/openai_node and copies the client script there.
+/// Returns "" when ready, else why the Node clients cannot run.
 std::string prepare_node_sdk(std::string* dir) {
   *dir = std::string(SPADE_TEST_TMP) + "/openai_node";
   if (std::system("command -v node >/dev/null 2>&1") != 0) return "node is not installed (Debian package nodejs)";
@@ -294,9 +296,11 @@ std::string prepare_node_sdk(std::string* dir) {
   if (!std::filesystem::exists(*dir + "/package.json"))
     write_file_atomic(*dir + "/package.json", "{\"name\": \"spade-serve-test\", \"private\": true}\n");
   const fixtures::CommandResult r =
-      fixtures::run_command("cd '" + *dir + "' && npm install openai@6.49.0 --no-audit --no-fund --loglevel=error 2>&1");
+      fixtures::run_command("cd '" + *dir + "' && npm install " + kOpenaiNpmPackage +
+                            " --no-audit --no-fund --loglevel=error 2>&1");
   if (r.rc != 0 || !std::filesystem::exists(*dir + "/node_modules/openai/package.json"))
-    return "`npm install openai` failed (is the npm registry reachable?): " + r.out.substr(0, 600);
+    return std::string("`npm install ") + kOpenaiNpmPackage +
+           "` failed (is the npm registry reachable?): " + r.out.substr(0, 600);
   return "";
 }
 
