@@ -2,6 +2,8 @@
 //  [--reset-seeds heldout|training] [--config F] [--json OUT] [--seed S]`: a checkpoint plays held-out
 // environments (trainer/heldout_eval.h) and success is printed per environment, per skill and overall
 // with 95% intervals and pass@k. Two passes by default: greedy and sampled at --temperature.
+// `spade eval compare BEFORE.json AFTER.json [--json OUT]`: two such --json files compared, paired by
+// environment, with a bootstrap interval of the difference (trainer/eval_comparison.h).
 #include <ATen/Parallel.h>
 
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include "policy/tokenizer.h"
 #include "trainer/config.h"
 #include "trainer/config_bridge.h"
+#include "trainer/eval_comparison.h"
 #include "trainer/heldout_eval.h"
 
 namespace spade::apps {
@@ -39,6 +42,45 @@ trainer::Config eval_config(const std::string& config_path, const std::string& c
   return trainer::Config{};
 }
 
+// `spade eval compare`: a subcommand of eval that plays nothing, so eval's own options (--checkpoint
+// included) belong to eval alone.
+CLI::App* add_eval_compare_command(CLI::App& eval) {
+  struct Args {
+    std::string before, after, json;
+    int resamples = 10000;
+    uint64_t seed = 42;
+    bool overwrite = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* c = eval.add_subcommand(
+      "compare", "compare two `spade eval --json` files: per pass and set, the change in success with a paired "
+                 "bootstrap 95% interval over environments, and environments up / down / same");
+  c->add_option("before", a->before, "the evaluation before (a `spade eval --json` file)")->required()->check(CLI::ExistingFile);
+  c->add_option("after", a->after, "the evaluation after, of the same environments, plays and reset seeds")
+      ->required()->check(CLI::ExistingFile);
+  c->add_option("--json", a->json, "also write the comparison as JSON here");
+  c->add_flag("--overwrite", a->overwrite, "replace a non-empty --json file");
+  c->add_option("--resamples", a->resamples, "bootstrap resamples of the environments")->check(CLI::Range(1, 10000000));
+  c->add_option("--seed", a->seed, "bootstrap seed");
+  c->callback([a] {
+    set_action([a] {
+      OutputRule rule;
+      rule.what = "eval compare --json";
+      rule.overwrite = a->overwrite;
+      rule.inputs = {a->before, a->after};
+      if (!a->json.empty()) check_output(a->json, OutputKind::file, rule);
+      const trainer::EvalComparison cmp = trainer::compare_evaluation_files(a->before, a->after, a->resamples, a->seed);
+      std::printf("%s", trainer::format_eval_comparison(cmp).c_str());
+      if (!a->json.empty()) {
+        write_output_file(a->json, cmp.to_json().dump(2) + "\n", rule);
+        std::printf("\ncomparison: %s\n", a->json.c_str());
+      }
+      return 0;
+    });
+  });
+  return c;
+}
+
 }  // namespace
 
 void add_eval_command(CLI::App& app) {
@@ -51,9 +93,13 @@ void add_eval_command(CLI::App& app) {
     uint64_t seed = 0;
   };
   auto a = std::make_shared<Args>();
-  CLI::App* c = app.add_subcommand("eval", "play held-out environments with a checkpoint: success with 95% intervals, pass@k");
-  c->add_option("--checkpoint", a->checkpoint, "HF-layout checkpoint directory (e.g. runs/NAME/checkpoints/step_N)")
-      ->required()->check(CLI::ExistingDirectory);
+  CLI::App* c = app.add_subcommand(
+      "eval", "play held-out environments with a checkpoint: success with 95% intervals, pass@k; `eval compare`: "
+              "two evaluations compared");
+  // Required unless `eval compare` runs (checked in the callback: CLI11 would require it of compare too).
+  c->add_option("--checkpoint", a->checkpoint,
+                "HF-layout checkpoint directory (e.g. runs/NAME/checkpoints/step_N); required")
+      ->check(CLI::ExistingDirectory);
   c->add_option("--envs", a->envs, "environment sets, each <skill>/<name>.py (default data/heldout_envs); repeatable")
       ->check(CLI::ExistingDirectory);
   c->add_option("--plays", a->plays, "plays per environment, each on its own instance (avg@N)")->check(CLI::Range(1, 1024));
@@ -66,7 +112,17 @@ void add_eval_command(CLI::App& app) {
   c->add_option("--json", a->json, "also write the results as JSON here");
   c->add_flag("--overwrite", a->overwrite, "replace a non-empty --json file");
   c->add_option("--seed", a->seed, "sampling seed");
-  c->callback([a] {
+  CLI::App* compare = add_eval_compare_command(*c);
+  c->callback([a, c, compare] {
+    // eval's callback runs after compare's: `eval compare` is compare's action alone, and eval's options
+    // do not apply to it.
+    if (c->got_subcommand(compare)) {
+      for (const CLI::Option* opt : c->get_options())
+        if (opt->count() > 0 && opt->get_name() != "--help")
+          throw CLI::ValidationError(opt->get_name() + " is an option of 'spade eval', not of 'spade eval compare'");
+      return;
+    }
+    if (a->checkpoint.empty()) throw CLI::RequiredError("--checkpoint");
     set_action([a] {
       OutputRule rule;
       rule.what = "eval --json";
