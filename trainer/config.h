@@ -236,6 +236,26 @@ struct CheckpointYaml {
   std::string dtype = "fp32";   // fp32 | bf16
 };
 
+// Duel scoring of the run's checkpoints (issue 20; DESIGN.md step 5). A separate process, `spade duel watch
+// RUN_DIR` (apps/cmd_duel_watch.cpp), scores each checkpoint whose step is a multiple of `every` in
+// SWE-Duel matches and never blocks a training step: the trainer only keeps those checkpoints (pruning
+// skips them) and, with spawn_watcher, starts the watcher and waits for it when training ends.
+struct DuelYaml {
+  int every = 0;                        // self-play steps between scored checkpoints (a multiple of
+                                        // checkpoint.every); 0 = off
+  std::string arena;                    // arena file (evaldual/arena.h), e.g. configs/duel/arena-tiny.yaml
+  std::vector<std::string> opponents;   // the leaderboard's first incumbents: "ID=SCRIPT.json" (a replay
+                                        // participant, `duel tournament --script`'s form), "checkpoint:DIR",
+                                        // or a model id of duel.endpoints
+  std::string endpoints;                // endpoints file for model opponents (evaldual/model_endpoints.h)
+  bool serve = false;                   // play the checkpoints through a `spade serve` the watcher starts
+                                        // (HTTP) instead of in the watcher's own process
+  bool spawn_watcher = true;            // `spade train` starts the watcher and waits for it at the end;
+                                        // false: run `spade duel watch RUN_DIR` yourself (another node)
+  std::string device = "cpu";           // where the watcher runs the checkpoints (cpu | cuda | cuda:N):
+                                        // on a GPU run, a device the trainer does not use
+};
+
 struct DistributedYaml {
   std::string backend = "auto";   // gloo | nccl | auto (nccl when train.device is a GPU on a CUDA build, else gloo)
   double bucket_mb = 25;          // gradient all-reduce bucket size: torch DDP's bucket_cap_mb default
@@ -278,6 +298,7 @@ struct Config {
   MemoryYaml memory;
   EvalYaml eval;
   CheckpointYaml checkpoint;
+  DuelYaml duel;
   DistributedYaml distributed;   // used only when launched with several ranks (trainer/distributed.h)
 };
 

@@ -152,6 +152,24 @@ void check_cross_keys(const Config& c, const Checker& ck) {
              "eval.sets must name at least one environment folder when eval.every > 0");
   ck.require(c.eval.temperature == 0 || c.eval.temperature >= 1e-5, {{"eval.temperature", c.eval.temperature}},
              "eval.temperature must be 0 (greedy) or >= 1e-5");
+  const DuelYaml& d = c.duel;
+  ck.require(d.every == 0 || d.every % c.checkpoint.every == 0,
+             {{"duel.every", d.every}, {"checkpoint.every", c.checkpoint.every}},
+             "duel.every must be a multiple of checkpoint.every (the watcher scores saved checkpoints)");
+  ck.require(d.every == 0 || !d.arena.empty(), {{"duel.every", d.every}},
+             "duel.arena must name an arena file (e.g. configs/duel/arena-tiny.yaml) when duel.every > 0");
+  ck.require(d.every == 0 || !d.opponents.empty(), {{"duel.every", d.every}},
+             "duel.opponents must list at least one participant when duel.every > 0 (the first incumbents)");
+  for (const std::string& o : d.opponents) {
+    const size_t eq = o.find('=');
+    const bool model = eq == std::string::npos && o.rfind("checkpoint:", 0) != 0;
+    if (o.empty() || eq == 0 || (eq != std::string::npos && eq + 1 == o.size()))
+      throw Error(ck.at("duel.opponents") + ": duel.opponents: '" + o +
+                  "' is not ID=SCRIPT.json, checkpoint:DIR or a model id");
+    if (model && d.endpoints.empty())
+      throw Error(ck.at("duel.opponents") + ": duel.opponents: '" + o +
+                  "' is a model id, so duel.endpoints must name the endpoints file that says how to call it");
+  }
   // The KL penalty is to a frozen reference policy loaded from disk (so a resumed run has the same).
   // A named model.shape stands for the init checkpoint still to be filled in (train requires it).
   if (c.loss.kl_coef != 0 && c.loss.kl_reference.empty() && c.model.init_checkpoint.empty() && c.model.shape.empty())
@@ -238,6 +256,19 @@ void check_inputs(const Config& c, const std::string& source) {
     require_path(source, "selfplay.pool_dir", c.selfplay.pool_dir, true, "a fixed pool, <skill>/<name>.py");
   for (const std::string& p : c.eval.sets)
     require_path(source, "eval.sets", p, true, "an environment set, <skill>/<name>.py");
+  if (c.duel.every > 0) {
+    require_path(source, "duel.arena", c.duel.arena, false, "an arena file, configs/duel/arena*.yaml");
+    if (!c.duel.endpoints.empty())
+      require_path(source, "duel.endpoints", c.duel.endpoints, false, "an endpoints file, configs/duel/endpoints.yaml");
+    for (const std::string& o : c.duel.opponents) {
+      const size_t eq = o.find('=');
+      if (eq != std::string::npos)
+        require_path(source, "duel.opponents", o.substr(eq + 1), false, "a replay script, {session key: [commands]}");
+      else if (o.rfind("checkpoint:", 0) == 0)
+        require_path(source, "duel.opponents", o.substr(11) + "/config.json", false,
+                     "an HF checkpoint directory holds config.json");
+    }
+  }
   if (!c.model.init_checkpoint.empty()) {
     const std::string file = c.model.init_checkpoint + "/config.json";
     require_path(source, "model.init_checkpoint", file, false, "an HF checkpoint directory holds config.json");

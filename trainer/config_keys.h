@@ -184,6 +184,13 @@ void visit(C& c, F&& f) {
   f("checkpoint.every", c.checkpoint.every, at_least(1, "rollouts"));
   f("checkpoint.keep_last", c.checkpoint.keep_last, at_least(1));
   f("checkpoint.dtype", c.checkpoint.dtype, one_of(e::checkpoint_dtype));
+  f("duel.every", c.duel.every, at_least(0, "0: off"));
+  f("duel.arena", c.duel.arena, any());          // must exist when duel.every > 0 (check_inputs)
+  f("duel.opponents", c.duel.opponents, any());  // forms checked in check_cross_keys, scripts in check_inputs
+  f("duel.endpoints", c.duel.endpoints, any());  // must exist when set (check_inputs)
+  f("duel.serve", c.duel.serve, any());
+  f("duel.spawn_watcher", c.duel.spawn_watcher, any());
+  f("duel.device", c.duel.device, one_of(e::device));
   f("distributed.backend", c.distributed.backend, one_of(e::distributed_backend));
   f("distributed.bucket_mb", c.distributed.bucket_mb, above(0));
   f("distributed.timeout_s", c.distributed.timeout_s, above(0));

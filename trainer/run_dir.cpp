@@ -59,7 +59,7 @@ void RunDir::truncate_metrics(int64_t first_step) const {
   write_file_atomic(metrics_path(), kept);
 }
 
-void RunDir::prune_checkpoints(int keep) const {
+void RunDir::prune_checkpoints(int keep, int keep_every) const {
   std::vector<fs::path> dirs;
   std::error_code ec;
   for (auto& e : fs::directory_iterator(checkpoints_dir(), ec))
@@ -67,7 +67,12 @@ void RunDir::prune_checkpoints(int keep) const {
         !ends_with(e.path().filename().string(), ".tmp"))
       dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
-  for (size_t i = 0; i + static_cast<size_t>(std::max(keep, 1)) < dirs.size(); ++i) fs::remove_all(dirs[i], ec);
+  for (size_t i = 0; i + static_cast<size_t>(std::max(keep, 1)) < dirs.size(); ++i) {
+    const std::string digits = dirs[i].filename().string().substr(5);
+    const bool numbered = !digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos;
+    if (keep_every > 0 && numbered && std::stoll(digits) % keep_every == 0) continue;
+    fs::remove_all(dirs[i], ec);
+  }
 }
 
 }  // namespace spade::trainer

@@ -36,8 +36,9 @@ struct RunDir {
   /// the file does not exist. Throws spade::Error on I/O failure.
   void truncate_metrics(int64_t first_step) const;
 
-  /// Removes all but the newest `keep` checkpoint directories.
-  void prune_checkpoints(int keep) const;
+  /// Removes all but the newest `keep` checkpoint directories, never one whose step is a multiple of
+  /// `keep_every` (> 0; 0: none kept that way): the checkpoints duel scoring reads (config DuelYaml).
+  void prune_checkpoints(int keep, int keep_every = 0) const;
 };
 
 }  // namespace spade::trainer

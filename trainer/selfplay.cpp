@@ -275,7 +275,7 @@ void SelfPlay::checkpoint_on_schedule(int64_t t) {
   const SelfPlayState state = snapshot(t + 1);
   const TrainerStateRefs refs{state, optimizer_, memory_};
   save_training_checkpoint(run_, t + 1, policy_, config_.checkpoint.dtype, &refs);
-  run_.prune_checkpoints(config_.checkpoint.keep_last);
+  run_.prune_checkpoints(config_.checkpoint.keep_last, config_.duel.every);
 }
 
 SelfPlayState SelfPlay::snapshot(int64_t next_step) const {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 #include <sstream>
@@ -187,6 +188,27 @@ TEST(TrainerState, TruncateMetricsDropsLaterAndCutLines) {
   run.truncate_metrics(2);
   EXPECT_EQ(read_file(run.metrics_path()),
             "{\"step\":0,\"reward/mean\":0.0}\n{\"step\":1,\"reward/mean\":0.5}\n");
+}
+
+// Pruning keeps the newest keep_last checkpoints and every one a duel scores (a multiple of duel.every).
+TEST(TrainerState, PruneKeepsTheNewestAndTheDuelScoredCheckpoints) {
+  const fs::path root = fs::path(SPADE_TEST_TMP) / "prune_checkpoints";
+  fs::remove_all(root);
+  const RunDir run = RunDir::create(root.string(), "r");
+  for (int64_t s : {2, 4, 6, 8, 10, 12}) fs::create_directories(run.checkpoint_dir(s));
+  fs::create_directories(run.checkpoint_dir(14) + ".tmp");  // a save cut by a kill: not a checkpoint
+  run.prune_checkpoints(2, 4);
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(run.checkpoints_dir())) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  // newest two: 10, 12; multiples of 4: 4, 8 (12 is both); the .tmp is left to the saver.
+  EXPECT_EQ(left, (std::vector<std::string>{"step_000004", "step_000008", "step_000010", "step_000012",
+                                            "step_000014.tmp"}));
+  run.prune_checkpoints(2);  // no duel: just the newest two
+  left.clear();
+  for (const auto& e : fs::directory_iterator(run.checkpoints_dir())) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"step_000010", "step_000012", "step_000014.tmp"}));
 }
 
 // `spade export`: a clean HF directory (no trainer_state/), bf16 rounded once from the fp32 weights.

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <type_traits>
 
@@ -165,6 +166,24 @@ TEST(ConfigChecks, CrossKeyConstraintsNameEveryKeyInvolved) {
   EXPECT_TRUE(has(e, "eval.sets must name at least one environment folder when eval.every > 0")) << e;
   e = error_of("", {"eval.temperature=1e-7"});
   EXPECT_TRUE(has(e, "eval.temperature must be 0 (greedy) or >= 1e-5")) << e;
+  // duel: scored checkpoints must be saved ones (default checkpoint.every 16), an arena and opponents
+  // are needed when on, and a model opponent needs the endpoints file that says how to call it.
+  const std::vector<std::string> duel_on = {"duel.every=32", "duel.arena=a.yaml", "duel.opponents=[x=s.json]"};
+  EXPECT_EQ(error_of("", duel_on), "(no error)");
+  e = error_of("", {"duel.every=24", "duel.arena=a.yaml", "duel.opponents=[x=s.json]"});
+  EXPECT_TRUE(has(e, "duel.every must be a multiple of checkpoint.every")) << e;
+  EXPECT_TRUE(has(e, "checkpoint.every = 16 at my.yaml")) << e;
+  e = error_of("", {"duel.every=16", "duel.opponents=[x=s.json]"});
+  EXPECT_TRUE(has(e, "duel.arena must name an arena file")) << e;
+  e = error_of("", {"duel.every=16", "duel.arena=a.yaml"});
+  EXPECT_TRUE(has(e, "duel.opponents must list at least one participant when duel.every > 0")) << e;
+  e = error_of("", {"duel.every=16", "duel.arena=a.yaml", "duel.opponents=[gpt]"});
+  EXPECT_TRUE(has(e, "duel.opponents: 'gpt' is a model id, so duel.endpoints must name the endpoints file")) << e;
+  e = error_of("", {"duel.every=16", "duel.arena=a.yaml", "duel.opponents=[=s.json]"});
+  EXPECT_TRUE(has(e, "'=s.json' is not ID=SCRIPT.json, checkpoint:DIR or a model id")) << e;
+  EXPECT_EQ(error_of("", {"duel.every=16", "duel.arena=a.yaml", "duel.opponents=[checkpoint:/m]"}), "(no error)");
+  e = error_of("", {"duel.device=tpu"});
+  EXPECT_TRUE(has(e, "duel.device")) << e;
 }
 
 // Inputs: checked apart from parsing (a saved config is parsed before its run's files are compared).
@@ -206,4 +225,16 @@ TEST(ConfigChecks, MissingInputsNameTheKeyAndThePath) {
   k.loss.kl_coef = 0.005;
   k.loss.kl_reference = (root / "ref").string();
   EXPECT_TRUE(has(error(k), "loss.kl_reference: " + k.loss.kl_reference + "/config.json does not exist")) << error(k);
+  Config d = c;
+  d.duel.every = 16;
+  d.duel.arena = (root / "arena.yaml").string();
+  d.duel.opponents = {"x=" + (root / "x.json").string()};
+  EXPECT_TRUE(has(error(d), "my.yaml: duel.arena: " + d.duel.arena + " does not exist")) << error(d);
+  std::ofstream(d.duel.arena) << "repos: []\n";
+  EXPECT_TRUE(has(error(d), "my.yaml: duel.opponents: " + (root / "x.json").string() + " does not exist (a replay script"))
+      << error(d);
+  d.duel.opponents = {"checkpoint:" + (root / "seeds").string()};
+  EXPECT_TRUE(has(error(d), "duel.opponents: " + (root / "seeds").string() + "/config.json does not exist")) << error(d);
+  d.duel.every = 0;  // off: nothing of the section is read
+  EXPECT_EQ(error(d), "(no error)");
 }
