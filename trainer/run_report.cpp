@@ -53,7 +53,13 @@ const std::vector<ChartSection>& chart_sections() {
         {"Vendi score / programs", "designer/vendi_score_per_env", true},
         {"Distinct reward levels per environment (over its window)", "designer/reward_levels", false},
         {"Partial reward levels (0 < r < 1) per environment", "designer/partial_reward_levels", false},
-        {"Share of first observations stating a formula", "designer/formula_in_first_obs", true}}}};
+        {"Share of first observations stating a formula", "designer/formula_in_first_obs", true}}},
+      // duel/* come from duel/metrics.jsonl (`spade duel watch`), at the step of the scored checkpoint.
+      {"Duel scoring of checkpoints",
+       {{"Red win rate (contested Red turns won)", "duel/red_win_rate", true},
+        {"Blue win rate (contested Blue turns won)", "duel/blue_win_rate", true},
+        {"Tasks admitted to the checkpoint's bank", "duel/admitted_tasks", false},
+        {"Wall seconds per match", "duel/match_s", false}}}};
   return sections;
 }
 
@@ -125,6 +131,32 @@ std::vector<Row> rows_of(const std::vector<RunMetrics>& runs) {
 const char* kHeader[] = {"Run", "Steps", "Wall time", "Designer", "Rejected (reason count)",
                          "Success with hint, 95% CI", "Success without hint, 95% CI"};
 
+// Folds duel/metrics.jsonl (one line per scored checkpoint, written by `spade duel watch`) into the
+// step records: its keys join the record of the same step, or a record of their own when the run has
+// none (a checkpoint scored after the last logged step was cut). A missing file adds nothing.
+void merge_duel_metrics(const std::string& run_dir, std::vector<nlohmann::json>* steps) {
+  const fs::path duel = fs::path(run_dir) / "duel" / "metrics.jsonl";
+  std::ifstream in(duel);
+  if (!in) return;
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("step") || !j["step"].is_number())
+      throw Error(duel.string() + ":" + std::to_string(line_no) + ": expected a JSON object with a numeric \"step\"");
+    auto same = std::find_if(steps->begin(), steps->end(), [&](const nlohmann::json& s) { return s["step"] == j["step"]; });
+    if (same == steps->end()) {
+      steps->push_back(std::move(j));
+      continue;
+    }
+    for (auto it = j.begin(); it != j.end(); ++it) (*same)[it.key()] = it.value();
+  }
+  std::stable_sort(steps->begin(), steps->end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a["step"].get<double>() < b["step"].get<double>();
+  });
+}
+
 }  // namespace
 
 RunMetrics load_run_metrics(const std::string& run_dir) {
@@ -144,6 +176,7 @@ RunMetrics load_run_metrics(const std::string& run_dir) {
       throw Error(metrics.string() + ":" + std::to_string(line_no) + ": expected a JSON object with a numeric \"step\"");
     r.steps.push_back(std::move(j));
   }
+  merge_duel_metrics(run_dir, &r.steps);
   const fs::path summary = fs::path(run_dir) / "summary.json";
   if (fs::exists(summary)) {
     std::ifstream s(summary);
@@ -192,6 +225,24 @@ std::string runs_report_html(const std::vector<RunMetrics>& runs) {
     }
     b += "<h3>" + html_escape(key) + "</h3>\n" + svg_line_chart("step", key, series, std::make_pair(0.0, 1.0));
   }
+  b += "<h2>Duel rating of checkpoints</h2>\n";
+  std::vector<ChartSeries> duel;
+  bool any_duel = false;
+  for (const RunMetrics& r : runs) {
+    ChartSeries s = series_of(r, "duel/bt");
+    for (const nlohmann::json& m : r.steps)
+      if (m.contains("duel/bt_ci_low") && m.contains("duel/bt_ci_high") && m["duel/bt_ci_low"].is_number() &&
+          m["duel/bt_ci_high"].is_number())
+        s.band.push_back({m["step"].get<double>(), {m["duel/bt_ci_low"].get<double>(), m["duel/bt_ci_high"].get<double>()}});
+    any_duel = any_duel || !s.points.empty();
+    duel.push_back(std::move(s));
+  }
+  if (!any_duel)
+    b += "<p class=\"empty\">No run logged duel/bt (set duel.every, or run `spade duel watch RUN_DIR`).</p>\n";
+  else
+    b += "<figure class=\"chart\" data-metric=\"duel/bt\"><figcaption>Bradley-Terry log-strength of each scored "
+         "checkpoint on the run's leaderboard, 95% bootstrap interval (duel/bt)</figcaption>\n" +
+         svg_line_chart("step", "duel/bt", duel, std::nullopt) + "</figure>\n";
   std::vector<std::string> missing;
   b += "<h2>Training curves</h2>\n";
   for (const ChartSection& section : chart_sections()) {

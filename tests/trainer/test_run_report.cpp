@@ -48,6 +48,37 @@ TEST(RunReport, ReadsARunAndNamesABadLine) {
   EXPECT_THROW(load_run_metrics((d.parent_path() / "missing").string()), Error);
 }
 
+// `spade duel watch` writes duel/metrics.jsonl, a line per scored checkpoint at the checkpoint's step:
+// its keys join that step's record (or one of their own past the last logged step), in step order, and
+// the page draws duel/bt with its interval band.
+TEST(RunReport, DuelMetricsJoinTheStepOfTheirCheckpoint) {
+  const fs::path d = fs::path(SPADE_TEST_TMP) / "run_report_duel" / "r";
+  fs::remove_all(d.parent_path());
+  fs::create_directories(d / "duel");
+  write_file_atomic((d / "metrics.jsonl").string(), "{\"step\": 1, \"reward/mean\": 0.5}\n{\"step\": 2}\n");
+  RunMetrics plain = load_run_metrics(d.string());
+  EXPECT_EQ(runs_report_html({plain}).find("data-metric=\"duel/bt\""), std::string::npos);
+  write_file_atomic((d / "duel" / "metrics.jsonl").string(),
+                    "{\"step\": 2, \"duel/bt\": 0.25, \"duel/bt_ci_low\": -1, \"duel/bt_ci_high\": 1.5}\n"
+                    "{\"step\": 4, \"duel/bt\": -0.5}\n");
+  RunMetrics r = load_run_metrics(d.string());
+  ASSERT_EQ(r.steps.size(), 3u);
+  EXPECT_EQ(r.steps[0]["reward/mean"], 0.5);
+  EXPECT_EQ(r.steps[1]["step"], 2);
+  EXPECT_EQ(r.steps[1]["duel/bt"], 0.25);
+  EXPECT_EQ(r.steps[2]["step"], 4);
+  EXPECT_EQ(r.steps[2]["duel/bt"], -0.5);
+  EXPECT_NE(runs_report_html({r}).find("data-metric=\"duel/bt\""), std::string::npos);
+  write_file_atomic((d / "duel" / "metrics.jsonl").string(), "{\"bt\": 1}\n");
+  try {
+    load_run_metrics(d.string());
+    FAIL() << "a duel line without a step was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("duel/metrics.jsonl:1: expected a JSON object with a numeric \"step\""),
+              std::string::npos)
+        << e.what();
+  }
+}
 
 // A run with in-loop evaluation logs a step-0 line (the eval before self-play): 2 steps, not 3 lines.
 TEST(RunReport, TheStepZeroEvalLineIsNoStep) {
