@@ -253,6 +253,38 @@ void TaskBank::set_slot_state(const std::string& red, const std::string& repo, i
       .bind(red).bind(repo).bind(slot).bind(std::string(slot_state_name(st))).step();
 }
 
+std::vector<TaskBank::Slot> TaskBank::slots(const std::string& red) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "SELECT repo, slot, state FROM slots WHERE red=? ORDER BY repo, slot", path_);
+  s.bind(red);
+  std::vector<Slot> out;
+  while (s.step()) {
+    const std::string st = s.text(2);
+    out.push_back({s.text(0), static_cast<int>(s.integer(1)),
+                   st == "admitted" ? SlotState::admitted : st == "exhausted" ? SlotState::exhausted : SlotState::open});
+  }
+  return out;
+}
+
+std::vector<std::string> TaskBank::reds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "SELECT DISTINCT red FROM slots ORDER BY red", path_);
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.text(0));
+  return out;
+}
+
+void copy_red_tasks(const TaskBank& from, TaskBank& to, const std::string& red) {
+  std::vector<std::string> repos;
+  for (const TaskBank::Slot& s : from.slots(red)) {
+    if (repos.empty() || repos.back() != s.repo) repos.push_back(s.repo);
+    to.set_slot_state(red, s.repo, s.slot, s.state);
+  }
+  for (const std::string& repo : repos)
+    for (const std::string& id : from.task_ids(red, repo))
+      to.put_task(from.load_record(id), from.load_public(id), from.load_sealed(id));
+}
+
 std::optional<std::string> TaskBank::cached_defense(const std::string& task_id, const std::string& blue) const {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt s(db_, "SELECT score_json FROM defenses WHERE task_id=? AND blue=?", path_);
