@@ -556,6 +556,13 @@ void add_duel_protocol_commands(CLI::App* duel) {
                       "with `spade duel enter`");
         claim_work_dir(a->c, /*create=*/false);
         check_output(dir, OutputKind::directory, dir_rule);
+        if (!a->leaderboard.empty()) {  // before any play: new, empty, or a leaderboard to extend
+          OutputRule board_rule = dir_rule;
+          board_rule.what = "duel tournament --leaderboard";
+          board_rule.own = ev::LeaderboardDir::is_leaderboard;
+          board_rule.may_create_parent = false;
+          check_output(a->leaderboard, OutputKind::directory, board_rule);
+        }
         if (int rc = check_bank(bank, players, a->c, "tournament", a->turns)) return rc;
         std::map<std::string, std::unique_ptr<ev::Agent>> agents;
         for (const std::string& p : players) {
