@@ -143,9 +143,6 @@ std::unique_ptr<ev::ScriptedAgent> load_script(const std::string& path) {
   return agent;
 }
 
-// Exit status of a usage error (as for a command line the parser refuses, apps/main.cpp).
-constexpr int kUsageError = 2;
-
 // The bank a match or tournament reads: it must exist and hold a task of at least one of `ids` on
 // `repos` (otherwise every turn would be an automatic Blue win and every match a meaningless draw), and
 // `turns` tasks per repository and side may not exceed the slots a participant generated there (paper

@@ -71,8 +71,6 @@ ev::Rankings publish_tournament(const std::string& dir, const ev::LeaderboardAre
 
 namespace {
 
-constexpr int kUsageError = 2;  // as for a command line the parser refuses (apps/main.cpp)
-
 struct RatingArgs {
   int bootstrap = 1000;
   uint64_t seed = 42;

@@ -14,6 +14,9 @@
 
 namespace spade::apps {
 
+/// Exit status of a duel command's usage error (as for a command line the parser refuses, apps/main.cpp).
+constexpr int kUsageError = 2;
+
 /// The agent for `participant`: its replay script when `script` is given, else the model its id names
 /// in the endpoints file. `script_flag` names the flag that gives a script, for the error. Throws
 /// spade::Error when neither is given or the endpoint does not resolve. (apps/cmd_duel.cpp)

@@ -12,6 +12,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/strings.h"
 #include "evaldual/input_fields.h"
 #include "evaldual/task.h"
 
@@ -186,14 +187,12 @@ ImportResult import_contribution(const LeaderboardDir& board, const std::string&
   if (!fs::exists(manifest))
     throw Error("duel import " + archive + ": no leaderboard.json; make a contribution with `spade duel export`");
   const LeaderboardDir staged = LeaderboardDir::open(stage);
-  if (staged.arena().repos != board.arena().repos || staged.arena().turns_per_player != board.arena().turns_per_player)
-    throw Error("duel import " + archive + ": its arena (repos " + json(staged.arena().repos).dump() + ", " +
-                std::to_string(staged.arena().turns_per_player) + " turns per player) differs from " + board.root() +
-                "'s (" + json(board.arena().repos).dump() + ", " + std::to_string(board.arena().turns_per_player) +
-                "): its matches were played on other tasks");
+  if (!same_arena(staged.arena(), board.arena()))
+    throw Error("duel import " + archive + ": its arena (" + describe_arena(staged.arena()) + ") differs from " +
+                board.root() + "'s (" + describe_arena(board.arena()) + "): its matches were played on other tasks");
   std::set<std::string> known;  // participant files of the archive must be the ones participants() reads
   for (const std::string& f : files)
-    if (f.rfind("participants/", 0) == 0 && f.find(".script.json") == std::string::npos) known.insert(f);
+    if (starts_with(f, "participants/") && !ends_with(f, ".script.json")) known.insert(f);
   const std::vector<LeaderboardParticipant> incoming = staged.participants();  // checks each file's name
   if (incoming.size() != known.size())
     throw Error("duel import " + archive + ": participants/ holds files that are not participant records");
@@ -215,7 +214,7 @@ ImportResult import_contribution(const LeaderboardDir& board, const std::string&
                     "', who is neither in the archive nor on " + board.root());
   }
   size_t match_files = 0;
-  for (const std::string& f : files) match_files += f.rfind("matches/", 0) == 0;
+  for (const std::string& f : files) match_files += starts_with(f, "matches/");
   if (match_files != matches.size())
     throw Error("duel import " + archive + ": matches/ holds files that are not match records");
 
@@ -236,7 +235,7 @@ ImportResult import_contribution(const LeaderboardDir& board, const std::string&
                   " exists with other content; an import never overwrites a participant, bank or match");
     skip[i] = true;
   }
-  for (const LeaderboardParticipant& p : incoming)  // a participant already complete in the target
+  for (const LeaderboardParticipant& p : incoming)  // those not yet complete (recorded) in the target
     if (!fs::exists(board.participant_path(p.id))) result.participants_added.push_back(p.id);
   for (size_t i = 0; i < plan.size(); ++i) {
     if (skip[i]) {
@@ -244,7 +243,7 @@ ImportResult import_contribution(const LeaderboardDir& board, const std::string&
       continue;
     }
     copy_in(plan[i].first, plan[i].second);
-    if (plan[i].second.rfind(board.root() + "/matches/", 0) == 0) ++result.matches_added;
+    if (starts_with(plan[i].second, board.root() + "/matches/")) ++result.matches_added;
   }
   imports.push_back({{"sha256", result.sha256},
                      {"archive", fs::absolute(archive).string()},

@@ -13,6 +13,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/strings.h"
 #include "evaldual/diff.h"
 #include "evaldual/input_fields.h"
 #include "evaldual/task.h"
@@ -27,6 +28,13 @@ namespace {
 
 constexpr const char* kFormat = "spade-duel-leaderboard";
 constexpr int kVersion = 1;
+const char* const kSubfolders[] = {"participants", "banks", "matches", "work"};
+
+// Throws spade::Error naming `where` unless the arena has one spec per repository and turns >= 1.
+void check_arena(const LeaderboardArena& a, const std::string& where) {
+  if (a.repos.empty() || a.repos.size() != a.specs.size() || a.turns_per_player < 1)
+    throw Error(where + ": an arena needs one spec per repository (at least one) and turns_per_player >= 1");
+}
 
 std::string get_string(const json& j, const char* key, const std::string& where) {
   return json_string(json_field(j, key, where), where + ": " + key);
@@ -47,12 +55,19 @@ LeaderboardArena arena_from_json(const json& j, const std::string& where) {
   a.repos = json_string_list(j.value("repos", json()), where + ": repos");
   a.specs = json_string_list(j.value("specs", json()), where + ": specs");
   a.turns_per_player = json_int(json_field(j, "turns_per_player", where), where + ": turns_per_player");
-  if (a.turns_per_player < 1 || a.repos.empty() || a.repos.size() != a.specs.size())
-    throw Error(where + ": expected turns_per_player >= 1 and one spec per repository");
+  check_arena(a, where);
   return a;
 }
 
 }  // namespace
+
+bool same_arena(const LeaderboardArena& a, const LeaderboardArena& b) {
+  return a.repos == b.repos && a.turns_per_player == b.turns_per_player;
+}
+
+std::string describe_arena(const LeaderboardArena& a) {
+  return "repos " + json(a.repos).dump() + ", " + std::to_string(a.turns_per_player) + " turns per player";
+}
 
 json to_json(const LeaderboardParticipant& p) {
   return {{"id", p.id}, {"source", p.source}, {"origin", p.origin}, {"added_at", p.added_at},
@@ -85,11 +100,9 @@ bool LeaderboardDir::is_leaderboard(const std::string& dir) { return fs::exists(
 LeaderboardDir LeaderboardDir::create(const std::string& dir, const LeaderboardArena& arena) {
   if (is_leaderboard(dir)) {
     LeaderboardDir d = open(dir);
-    if (d.arena_.repos != arena.repos || d.arena_.turns_per_player != arena.turns_per_player)
-      throw Error("leaderboard " + dir + ": holds a leaderboard of another arena (repos " +
-                  json(d.arena_.repos).dump() + ", " + std::to_string(d.arena_.turns_per_player) +
-                  " turns per player; asked for " + json(arena.repos).dump() + ", " +
-                  std::to_string(arena.turns_per_player) + "): use another directory");
+    if (!same_arena(d.arena_, arena))
+      throw Error("leaderboard " + dir + ": holds a leaderboard of another arena (" + describe_arena(d.arena_) +
+                  "; asked for " + describe_arena(arena) + "): use another directory");
     return d;
   }
   std::error_code ec;
@@ -98,9 +111,8 @@ LeaderboardDir LeaderboardDir::create(const std::string& dir, const LeaderboardA
   if (!empty)
     throw Error("leaderboard " + dir + ": exists and is neither empty nor a leaderboard (no leaderboard.json); "
                 "give a new or empty directory");
-  if (arena.repos.empty() || arena.repos.size() != arena.specs.size() || arena.turns_per_player < 1)
-    throw Error("leaderboard " + dir + ": an arena needs at least one repository spec and turns_per_player >= 1");
-  for (const char* sub : {"participants", "banks", "matches", "work"}) fs::create_directories(dir + "/" + sub);
+  check_arena(arena, "leaderboard " + dir);
+  for (const char* sub : kSubfolders) fs::create_directories(dir + "/" + sub);
   write_file_atomic(dir + "/leaderboard.json", arena_to_json(arena).dump(2) + "\n");
   return LeaderboardDir(dir, arena);
 }
@@ -111,7 +123,7 @@ LeaderboardDir LeaderboardDir::open(const std::string& dir) {
     throw Error("leaderboard " + dir + ": no leaderboard.json; make one with `spade duel tournament ... "
                 "--leaderboard " + dir + "`");
   LeaderboardDir d(dir, arena_from_json(read_json_document(manifest), manifest));
-  for (const char* sub : {"participants", "banks", "matches", "work"}) fs::create_directories(dir + "/" + sub);
+  for (const char* sub : kSubfolders) fs::create_directories(dir + "/" + sub);
   return d;
 }
 
@@ -132,9 +144,7 @@ std::vector<LeaderboardParticipant> LeaderboardDir::participants() const {
   std::vector<LeaderboardParticipant> out;
   for (const auto& e : fs::directory_iterator(root_ + "/participants")) {
     const std::string name = e.path().filename().string();
-    if (name.size() < 5 || name.substr(name.size() - 5) != ".json" ||
-        name.find(".script.json") != std::string::npos)
-      continue;
+    if (!ends_with(name, ".json") || ends_with(name, ".script.json")) continue;
     const std::string path = e.path().string();
     LeaderboardParticipant p = leaderboard_participant_from_json(read_json_document(path), path);
     if (participant_path(p.id) != path)

@@ -8,8 +8,10 @@
 //                                        "bank_sha256"}; written last, so its presence means the
 //                                        participant, its bank and its matches are complete
 //   DIR/participants/<slug>.script.json  the replay script of a scripted participant (protocol.h)
-//   DIR/banks/<slug>.sqlite              the participant's own task bank (its Red tasks only,
-//                                        task_bank.h); written once, never opened for writing again
+//   DIR/banks/<slug>.sqlite              the participant's own task bank: its slots and admitted
+//                                        tasks (task_bank.h copy_red_tasks; Red attempts and their
+//                                        trajectories stay in the bank they were made in); written
+//                                        once, never opened for writing again
 //   DIR/matches/<slug>.json              one finished match record (match_record.h object form)
 //   DIR/imports.json                     the SHA-256 of every imported archive (leaderboard_archive.h)
 //   DIR/rankings.json, DIR/leaderboard.html   the rating of every match (rankings.h, leaderboard_page.h)
@@ -42,6 +44,12 @@ struct LeaderboardArena {
   std::vector<std::string> specs;  // absolute paths of the repo spec YAML files
   int turns_per_player = 1;        // duel_match.h MatchConfig::turns_per_player
 };
+
+/// Whether matches of `a` and `b` are comparable: the same repositories (by name, in order) and turns
+/// per player (spec paths may differ between machines).
+bool same_arena(const LeaderboardArena& a, const LeaderboardArena& b);
+/// "repos [..], N turns per player", for messages.
+std::string describe_arena(const LeaderboardArena& a);
 
 /// One participant of a leaderboard.
 struct LeaderboardParticipant {

@@ -68,6 +68,11 @@ CREATE TABLE IF NOT EXISTS defenses(task_id TEXT NOT NULL, blue TEXT NOT NULL, s
   created_at TEXT NOT NULL, PRIMARY KEY(task_id, blue));
 )";
 
+// slot_state_name()'s inverse; anything else reads as open.
+SlotState parse_slot_state(const std::string& st) {
+  return st == "admitted" ? SlotState::admitted : st == "exhausted" ? SlotState::exhausted : SlotState::open;
+}
+
 }  // namespace
 
 const char* slot_state_name(SlotState s) {
@@ -235,9 +240,7 @@ SlotState TaskBank::slot_state(const std::string& red, const std::string& repo, 
   std::lock_guard<std::mutex> lock(mu_);
   Stmt s(db_, "SELECT state FROM slots WHERE red=? AND repo=? AND slot=?", path_);
   s.bind(red).bind(repo).bind(slot);
-  if (!s.step()) return SlotState::open;
-  std::string st = s.text(0);
-  return st == "admitted" ? SlotState::admitted : st == "exhausted" ? SlotState::exhausted : SlotState::open;
+  return s.step() ? parse_slot_state(s.text(0)) : SlotState::open;
 }
 
 int TaskBank::slot_count(const std::string& red, const std::string& repo) const {
@@ -258,19 +261,7 @@ std::vector<TaskBank::Slot> TaskBank::slots(const std::string& red) const {
   Stmt s(db_, "SELECT repo, slot, state FROM slots WHERE red=? ORDER BY repo, slot", path_);
   s.bind(red);
   std::vector<Slot> out;
-  while (s.step()) {
-    const std::string st = s.text(2);
-    out.push_back({s.text(0), static_cast<int>(s.integer(1)),
-                   st == "admitted" ? SlotState::admitted : st == "exhausted" ? SlotState::exhausted : SlotState::open});
-  }
-  return out;
-}
-
-std::vector<std::string> TaskBank::reds() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  Stmt s(db_, "SELECT DISTINCT red FROM slots ORDER BY red", path_);
-  std::vector<std::string> out;
-  while (s.step()) out.push_back(s.text(0));
+  while (s.step()) out.push_back({s.text(0), static_cast<int>(s.integer(1)), parse_slot_state(s.text(2))});
   return out;
 }
 

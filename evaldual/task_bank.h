@@ -84,8 +84,6 @@ class TaskBank {
   };
   /// Every slot of `red` on any repository, by repository then slot.
   std::vector<Slot> slots(const std::string& red) const;
-  /// Every participant with a slot in the bank, sorted.
-  std::vector<std::string> reds() const;
 
   /// Defense cache: a scored Blue run of `blue` on `task_id` (JSON of a TurnScore), if any.
   std::optional<std::string> cached_defense(const std::string& task_id, const std::string& blue) const;
