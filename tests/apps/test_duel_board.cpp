@@ -78,7 +78,8 @@ class DuelBoard : public ::testing::Test {
  protected:
   // One round robin of the three incumbents, published as a leaderboard; each test works on a copy.
   static void SetUpTestSuite() {
-    root_ = spade::fixtures::fresh_test_dir("duel_board", "suite");
+    // ctest runs each test in its own process, possibly at once: one suite directory per process.
+    root_ = spade::fixtures::fresh_test_dir("duel_board", "suite-" + std::to_string(getpid()));
     const std::string work = root_ + "/work";
     std::map<std::string, std::vector<std::string>> repairs = {
         {"alice#replay", {"bob#replay", "carol#replay", kEntrant}}, {"bob#replay", {}}, {"carol#replay", {"alice#replay"}}};
@@ -102,7 +103,7 @@ class DuelBoard : public ::testing::Test {
 
   // A private copy of the suite's leaderboard.
   static std::string copy_board(const std::string& name) {
-    const std::string d = spade::fixtures::fresh_test_dir("duel_board", name);
+    const std::string d = spade::fixtures::fresh_test_dir("duel_board", name + "-" + std::to_string(getpid()));
     fs::copy(board(), d + "/board", fs::copy_options::recursive);
     return d;
   }
@@ -221,6 +222,7 @@ TEST_F(DuelBoard, EnterPlaysThreeMatchesKeepsIncumbentsAndResumesAfterKill9) {
   EXPECT_EQ(rows, 4u);
   for (const std::string& id : {kIncumbents[0], kIncumbents[1], kIncumbents[2], kEntrant})
     EXPECT_NE(page.dom.find(id), std::string::npos) << id;
+  RecordProperty("screenshot", d + "/screenshot.png");
 
   // A participant enters once.
   r = spade_cmd(enter + fast);
@@ -289,4 +291,30 @@ TEST_F(DuelBoard, ImportMergesOnceAndRefusesConflictsAndHostileArchives) {
   EXPECT_NE(r.rc, 0) << r.out;
   EXPECT_TRUE(has(r, "above the size cap of 1000")) << r.out;
   EXPECT_EQ(tree(T), t_tree);
+}
+
+TEST_F(DuelBoard, EnterResolvesItsSourceAndRefusesWhatIsNotALeaderboard) {
+  const std::string d = copy_board("enter_usage");
+  const auto before = tree(d + "/board");
+  // A directory is the participant checkpoint:DIR, resolved by the duel commands' one agent factory
+  // (here without --endpoints or --script it names that id and stops before any play).
+  fs::create_directories(d + "/ckpt");
+  auto r = spade_cmd("duel enter " + d + "/ckpt --name ck#x --leaderboard " + d + "/board");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r, "participant 'checkpoint:" + d + "/ckpt'")) << r.out;
+  EXPECT_EQ(tree(d + "/board"), before);
+  // Not a leaderboard: a usage error naming how one is made, and nothing created.
+  r = spade_cmd("duel enter x#y --name x#y --leaderboard " + d + "/none");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_TRUE(has(r, "is not a leaderboard (no leaderboard.json); make one with `spade duel tournament")) << r.out;
+  EXPECT_FALSE(fs::exists(d + "/none"));
+  r = spade_cmd("duel import " + d + "/none.tar --leaderboard " + d + "/none");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  // A tournament's --leaderboard that holds something else is refused before any play.
+  spade::write_file_atomic(d + "/other/notes.txt", "mine");
+  r = spade_cmd("duel tournament --participant a#r --participant b#r --spec " + kSpec + " --work " + root_ +
+                "/work --dir " + d + "/t --leaderboard " + d + "/other");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r, "duel tournament --leaderboard " + d + "/other: exists and is not empty")) << r.out;
+  EXPECT_FALSE(fs::exists(d + "/t/state.json"));
 }
