@@ -45,11 +45,6 @@ ev::Rankings publish_tournament(const std::string& dir, const ev::LeaderboardAre
                                 const std::map<std::string, std::string>& script_of, const std::string& bank,
                                 const std::vector<ev::MatchRecord>& matches, const std::string& tournament_id,
                                 ev::RankingOptions ro) {
-  const bool existed = ev::LeaderboardDir::is_leaderboard(dir);
-  std::error_code ec;
-  if (!existed && fs::exists(dir) && !fs::is_empty(dir, ec))  // before the lock file is made there
-    throw Error("duel tournament --leaderboard " + dir + ": exists and is neither empty nor a leaderboard; give a "
-                "new path");
   ev::LeaderboardLock lock(dir);
   ev::LeaderboardDir board = ev::LeaderboardDir::create(dir, arena);
   std::vector<ev::LeaderboardParticipant> added;
@@ -114,33 +109,6 @@ std::vector<ev::PreparedRepo> prepare_arena(const ev::LeaderboardDir& board) {
     repos.push_back(p);
   }
   return repos;
-}
-
-// A bank for one match: both sides' tasks, copied from copies of their banks (`bank_of` side id) under
-// `match_dir` (so no participant's bank is ever opened for writing); built aside and renamed, so a
-// present bank.sqlite is complete. Its defense cache is the match's own, which a resumed match reuses.
-std::string match_bank(const std::map<std::string, std::string>& bank_of, const ev::ScheduledMatch& m,
-                       const std::string& match_dir) {
-  const std::string path = match_dir + "/bank.sqlite";
-  if (fs::exists(path)) return path;
-  fs::create_directories(match_dir);
-  const std::string tmp = match_dir + "/bank.partial.sqlite";
-  for (const char* ext : {"", "-wal", "-shm"}) fs::remove(tmp + ext);
-  {
-    ev::TaskBank to(tmp);
-    for (const std::string& side : {m.a, m.b}) {
-      const std::string copy = match_dir + "/side.sqlite";
-      for (const char* ext : {"", "-wal", "-shm"}) fs::remove(copy + ext);
-      fs::copy_file(bank_of.at(side), copy);
-      {
-        ev::TaskBank from(copy);
-        ev::copy_red_tasks(from, to, side);
-      }
-      fs::remove(copy);
-    }
-  }
-  fs::rename(tmp, path);
-  return path;
 }
 
 void add_enter_command(CLI::App* duel) {
@@ -234,8 +202,11 @@ void add_enter_command(CLI::App* duel) {
       std::printf("%s enters against %zu incumbents: %d matches (ceil(log2 M)+1 in [3, M])\n", id.c_str(),
                   incumbents.size(), initial.budget);
       auto play = [&](const ev::ScheduledMatch& m) {
+        // A bank of the match's two sides (its defense cache the match's own, which a resumed match
+        // reuses), assembled from copies: no participant's bank is opened.
         const std::string match_dir = board.work_path() + "/matches/" + ev::leaderboard_slug(m.match_id);
-        ev::TaskBank tb(match_bank(bank_of, m, match_dir));
+        ev::assemble_bank(match_dir + "/bank.sqlite", {{bank_of.at(m.a), m.a}, {bank_of.at(m.b), m.b}}, match_dir);
+        ev::TaskBank tb(match_dir + "/bank.sqlite");
         ev::ProtocolConfig pc = protocol;
         pc.work_dir = match_dir + "/play";
         return ev::play_match(tb, {m.a, agents.at(m.a).get()}, {m.b, agents.at(m.b).get()}, repos, pc, mc, m.match_id);

@@ -169,17 +169,36 @@ void LeaderboardDir::add_participant(LeaderboardParticipant p) const {
   write_file_atomic(participant_path(p.id), to_json(p).dump(2) + "\n");
 }
 
-std::string LeaderboardDir::install_bank(const std::string& source_bank, const std::string& red) const {
-  const std::string dest = bank_path(red);
-  if (fs::exists(dest)) throw Error("leaderboard " + root_ + ": " + red + " already has a bank at " + dest);
-  const std::string tmp = work_path() + "/bank-" + leaderboard_slug(red) + ".partial.sqlite";
-  for (const char* ext : {"", "-wal", "-shm"}) fs::remove(tmp + ext);
+bool assemble_bank(const std::string& dest, const std::vector<std::pair<std::string, std::string>>& sides,
+                   const std::string& scratch_dir) {
+  if (fs::exists(dest)) return false;
+  fs::create_directories(scratch_dir);
+  const std::string tmp = scratch_dir + "/assembling.sqlite", copy = scratch_dir + "/source.sqlite";
+  auto remove_db = [](const std::string& db) {
+    for (const char* ext : {"", "-wal", "-shm"}) fs::remove(db + ext);
+  };
+  remove_db(tmp);
   {
-    TaskBank from(source_bank);
     TaskBank to(tmp);
-    copy_red_tasks(from, to, red);
+    for (const auto& [file, red] : sides) {
+      remove_db(copy);
+      fs::copy_file(file, copy);
+      if (fs::exists(file + "-wal")) fs::copy_file(file + "-wal", copy + "-wal");  // what is not checkpointed yet
+      {
+        TaskBank from(copy);
+        copy_red_tasks(from, to, red);
+      }
+      remove_db(copy);
+    }
   }  // closing checkpoints the WAL into the main file: one self-contained file remains
   fs::rename(tmp, dest);
+  return true;
+}
+
+std::string LeaderboardDir::install_bank(const std::string& source_bank, const std::string& red) const {
+  const std::string dest = bank_path(red);
+  if (!assemble_bank(dest, {{source_bank, red}}, work_path() + "/bank-" + leaderboard_slug(red)))
+    throw Error("leaderboard " + root_ + ": " + red + " already has a bank at " + dest);
   return file_sha256(dest);
 }
 

@@ -29,6 +29,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -69,6 +70,14 @@ std::string leaderboard_slug(const std::string& id);
 /// The SHA-256 (hex) of a file's bytes. Throws spade::Error naming the path when it cannot be read.
 std::string file_sha256(const std::string& path);
 
+/// Writes a task bank at `dest` holding, for each (bank file, participant id) of `sides`, that
+/// participant's slots and admitted tasks (task_bank.h copy_red_tasks), read from a copy of the bank
+/// file (and its WAL) made under `scratch_dir`, so a source file is never opened, let alone written.
+/// Built under `scratch_dir` and renamed to `dest` (same file system), so an existing `dest` is
+/// complete: then it returns false and does nothing. Throws spade::Error on an I/O or bank error.
+bool assemble_bank(const std::string& dest, const std::vector<std::pair<std::string, std::string>>& sides,
+                   const std::string& scratch_dir);
+
 class LeaderboardDir {
  public:
   /// Creates the layout in `dir` (absent, or empty but for .lock) with `arena`, or opens it when `dir` already is a
@@ -100,9 +109,9 @@ class LeaderboardDir {
   std::string imports_path() const { return root_ + "/imports.json"; }
   std::string work_path() const { return root_ + "/work"; }
 
-  /// Installs a participant's bank: copies `red`'s tasks and slots (task_bank.h copy_red_tasks) from
-  /// `source` into banks/<slug>.sqlite, built under work/ and renamed into place. Returns its SHA-256.
-  /// Throws spade::Error when the bank already exists.
+  /// Installs a participant's bank: `red`'s slots and tasks from `source_bank` into banks/<slug>.sqlite
+  /// (assemble_bank, scratch under work/). Returns its SHA-256. Throws spade::Error when the bank
+  /// already exists.
   std::string install_bank(const std::string& source_bank, const std::string& red) const;
 
   /// Every match record in matches/, sorted by match id. Throws naming the file on a malformed one or
