@@ -4,10 +4,8 @@
 #include <archive_entry.h>
 
 #include <algorithm>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <set>
 
 #include "common/atomic_file.h"
@@ -23,6 +21,12 @@ namespace spade::evaldual {
 namespace {
 
 const char* const kFolders[] = {"participants", "banks", "matches"};
+
+// libarchive's message for the last error on `a` (it may have none).
+std::string la_error(struct archive* a) {
+  const char* m = archive_error_string(a);
+  return m ? m : "unknown error";
+}
 
 // Files of a contribution, relative to the leaderboard root, in name order.
 std::vector<std::string> contribution_files(const LeaderboardDir& board) {
@@ -67,7 +71,7 @@ std::vector<std::string> extract_checked(const std::string& archive, const std::
     ~Closer() { archive_read_free(a); }
   } closer{a};
   if (archive_read_open_filename(a, archive.c_str(), 1 << 16) != ARCHIVE_OK)
-    throw Error("duel import " + archive + ": not a tar archive: " + archive_error_string(a));
+    throw Error("duel import " + archive + ": not a tar archive: " + la_error(a));
   std::vector<std::string> files;
   std::set<std::string> seen;
   uint64_t total = 0, entries = 0;
@@ -76,7 +80,7 @@ std::vector<std::string> extract_checked(const std::string& archive, const std::
     const int rc = archive_read_next_header(a, &e);
     if (rc == ARCHIVE_EOF) break;
     if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN)
-      throw Error("duel import " + archive + ": unreadable archive: " + archive_error_string(a));
+      throw Error("duel import " + archive + ": unreadable archive: " + la_error(a));
     const char* raw = archive_entry_pathname(e);
     const std::string path = raw ? raw : "";
     const std::string where = "duel import " + archive + ": entry '" + path + "'";
@@ -99,7 +103,7 @@ std::vector<std::string> extract_checked(const std::string& archive, const std::
     char buf[1 << 16];
     for (;;) {
       const la_ssize_t n = archive_read_data(a, buf, sizeof buf);
-      if (n < 0) throw Error(where + ": unreadable data: " + archive_error_string(a));
+      if (n < 0) throw Error(where + ": unreadable data: " + la_error(a));
       if (n == 0) break;
       total += static_cast<uint64_t>(n);
       if (total > limits.max_bytes)
@@ -128,7 +132,7 @@ std::string export_contribution(const LeaderboardDir& board, const std::string& 
     } closer{a};
     archive_write_set_format_pax_restricted(a);
     if (archive_write_open_filename(a, tmp.c_str()) != ARCHIVE_OK)
-      throw Error("duel export: cannot write " + tmp + ": " + archive_error_string(a));
+      throw Error("duel export: cannot write " + tmp + ": " + la_error(a));
     for (const std::string& rel : contribution_files(board)) {
       const std::string data = read_file(board.root() + "/" + rel);
       struct archive_entry* e = archive_entry_new();
@@ -140,10 +144,10 @@ std::string export_contribution(const LeaderboardDir& board, const std::string& 
       const bool ok = archive_write_header(a, e) == ARCHIVE_OK &&
                       archive_write_data(a, data.data(), data.size()) == static_cast<la_ssize_t>(data.size());
       archive_entry_free(e);
-      if (!ok) throw Error("duel export: cannot write " + rel + " to " + tmp + ": " + archive_error_string(a));
+      if (!ok) throw Error("duel export: cannot write " + rel + " to " + tmp + ": " + la_error(a));
     }
     if (archive_write_close(a) != ARCHIVE_OK)
-      throw Error("duel export: cannot finish " + tmp + ": " + archive_error_string(a));
+      throw Error("duel export: cannot finish " + tmp + ": " + la_error(a));
   }
   fs::rename(tmp, out);
   return file_sha256(out);
