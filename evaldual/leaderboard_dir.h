@@ -56,7 +56,8 @@ std::string describe_arena(const LeaderboardArena& a);
 struct LeaderboardParticipant {
   std::string id;          // canonical participant id (participant.h): its name in banks and matches
   std::string source;      // the participant id its agent is resolved from (an endpoint's, or checkpoint:DIR)
-  std::string origin;      // how it arrived: "tournament ID", "enter", "import SHA256"
+  std::string origin;      // how it joined its first leaderboard: "tournament ID" or "enter" (an import
+                           // keeps the record byte for byte; imports.json lists what each archive added)
   std::string added_at;    // ISO 8601 UTC
   std::string bank_sha256;  // of banks/<slug>.sqlite when it was added
 };
