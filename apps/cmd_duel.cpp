@@ -16,10 +16,11 @@
 //       a usage error naming both numbers.
 //   spade duel tournament --participant ID... [--script ID=FILE.json]... [--endpoints FILE.yaml]
 //                    [--late-entrant ID --prior MATCHES.json] --spec FILE.yaml... [--work DIR] [--bank FILE]
-//                    [--turns N] [--id T] [--dir D] [--bootstrap N] [--seed S]
+//                    [--turns N] [--id T] [--dir D] [--leaderboard DIR] [--bootstrap N] [--seed S]
 //       A resumable round robin (evaldual/tournament.h): rerun the same command after a crash and it
 //       continues; writes D/state.json, D/matches.json, D/rankings.json and the page D/leaderboard.html
-//       (evaldual/leaderboard_page.h). Tasks come from the bank,
+//       (evaldual/leaderboard_page.h); with --leaderboard DIR also makes or extends that leaderboard
+//       directory (evaldual/leaderboard_dir.h, apps/cmd_duel_board.cpp). Tasks come from the bank,
 //       which is checked as for `match` (exit status 2 when no participant has a task).
 // Outputs follow common/output_path.h: --work is new, empty, or a work directory these commands made
 // (marked by .spade-duel-work); --bank is new or a task bank to extend; --dir is new, empty, or a
@@ -40,6 +41,7 @@
 #include <set>
 
 #include "apps/commands.h"
+#include "apps/duel_board.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/output_path.h"
@@ -141,9 +143,6 @@ std::unique_ptr<ev::ScriptedAgent> load_script(const std::string& path) {
   return agent;
 }
 
-// Exit status of a usage error (as for a command line the parser refuses, apps/main.cpp).
-constexpr int kUsageError = 2;
-
 // The bank a match or tournament reads: it must exist and hold a task of at least one of `ids` on
 // `repos` (otherwise every turn would be an automatic Blue win and every match a meaningless draw), and
 // `turns` tasks per repository and side may not exceed the slots a participant generated there (paper
@@ -199,6 +198,8 @@ int check_bank(const std::string& bank_path, const std::vector<std::string>& ids
   return 0;
 }
 
+}  // namespace
+
 // The agent for `participant`: its replay script when `script` is given, else its model endpoint from
 // the endpoints file. Throws spade::Error when neither is given.
 std::unique_ptr<ev::Agent> make_agent(const std::string& participant, const std::string& script,
@@ -217,6 +218,8 @@ void print_usage(const std::string& participant, ev::Agent* agent) {
               participant.c_str(), (long long)t.calls, (long long)t.failed_calls, (long long)t.retries,
               (long long)t.prompt_tokens, (long long)t.completion_tokens, t.cost_usd);
 }
+
+namespace {
 
 // doctor --live: one chat completion through `participant`'s endpoint. Returns false on failure.
 bool live_call(const ev::EndpointFile& f, const std::string& participant) {
@@ -496,7 +499,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
     struct Args {
       Common c;
       std::vector<std::string> participants, scripts;
-      std::string endpoints, bank, id = "tournament", dir, late_entrant, prior;
+      std::string endpoints, bank, id = "tournament", dir, late_entrant, prior, leaderboard;
       int turns = 1, bootstrap = 1000;  // turns = bank generate's --slots default
       int workers = ev::MatchConfig{}.workers;
       uint64_t seed = 42;
@@ -519,6 +522,9 @@ void add_duel_protocol_commands(CLI::App* duel) {
                   "empty, or a tournament's to resume");
     t->add_option("--late-entrant", a->late_entrant, "a newcomer that plays ceil(log2 M)+1 incumbents chosen by active sampling");
     t->add_option("--prior", a->prior, "matches JSON of earlier play (e.g. the round robin's matches.json): rates the incumbents for active sampling");
+    t->add_option("--leaderboard", a->leaderboard,
+                  "also make (or extend) this leaderboard directory: each player's own bank, the matches, "
+                  "rankings.json and the page (late entrants then use `duel enter`)");
     t->add_option("--bootstrap", a->bootstrap, "bootstrap draws of the final rating (0 = none)")
         ->check(CLI::Range(0, std::numeric_limits<int>::max()));
     t->add_option("--seed", a->seed, "bootstrap seed");
@@ -542,8 +548,18 @@ void add_duel_protocol_commands(CLI::App* duel) {
         dir_rule.inputs = a->c.specs;
         dir_rule.inputs.insert(dir_rule.inputs.end(), {bank, a->endpoints, a->prior});
         for (const auto& [id, script] : script_of) dir_rule.inputs.push_back(script);
+        if (!a->leaderboard.empty() && !a->late_entrant.empty())
+          throw Error("duel tournament: --leaderboard publishes a round robin; a late entrant joins a leaderboard "
+                      "with `spade duel enter`");
         claim_work_dir(a->c, /*create=*/false);
         check_output(dir, OutputKind::directory, dir_rule);
+        if (!a->leaderboard.empty()) {  // before any play: new, empty, or a leaderboard to extend
+          OutputRule board_rule = dir_rule;
+          board_rule.what = "duel tournament --leaderboard";
+          board_rule.own = ev::LeaderboardDir::is_leaderboard;
+          board_rule.may_create_parent = false;
+          check_output(a->leaderboard, OutputKind::directory, board_rule);
+        }
         if (int rc = check_bank(bank, players, a->c, "tournament", a->turns)) return rc;
         std::map<std::string, std::unique_ptr<ev::Agent>> agents;
         for (const std::string& p : players) {
@@ -587,6 +603,16 @@ void add_duel_protocol_commands(CLI::App* duel) {
         std::fputs(ev::rankings_table(r).c_str(), stdout);
         std::printf("%zu matches in %s (state.json, matches.json, rankings.json, leaderboard.html)\n", matches.size(),
                     dir.c_str());
+        if (!a->leaderboard.empty()) {
+          ev::LeaderboardArena arena;
+          for (const ev::PreparedRepo& r : repos) arena.repos.push_back(r.spec.name);
+          for (const std::string& s : a->c.specs) arena.specs.push_back(std::filesystem::absolute(s).lexically_normal());
+          arena.turns_per_player = a->turns;
+          ro.format = "leaderboard";
+          ev::Rankings board = publish_tournament(a->leaderboard, arena, players, script_of, bank, matches, a->id, ro);
+          std::printf("leaderboard %s: %zu participants, %zu matches (rankings.json, leaderboard.html)\n",
+                      a->leaderboard.c_str(), board.rankings.size(), board.matches.size());
+        }
         for (const std::string& p : players) print_usage(p, agents.at(p).get());
         return 0;
       });

@@ -68,6 +68,11 @@ CREATE TABLE IF NOT EXISTS defenses(task_id TEXT NOT NULL, blue TEXT NOT NULL, s
   created_at TEXT NOT NULL, PRIMARY KEY(task_id, blue));
 )";
 
+// slot_state_name()'s inverse; anything else reads as open.
+SlotState parse_slot_state(const std::string& st) {
+  return st == "admitted" ? SlotState::admitted : st == "exhausted" ? SlotState::exhausted : SlotState::open;
+}
+
 }  // namespace
 
 const char* slot_state_name(SlotState s) {
@@ -235,9 +240,7 @@ SlotState TaskBank::slot_state(const std::string& red, const std::string& repo, 
   std::lock_guard<std::mutex> lock(mu_);
   Stmt s(db_, "SELECT state FROM slots WHERE red=? AND repo=? AND slot=?", path_);
   s.bind(red).bind(repo).bind(slot);
-  if (!s.step()) return SlotState::open;
-  std::string st = s.text(0);
-  return st == "admitted" ? SlotState::admitted : st == "exhausted" ? SlotState::exhausted : SlotState::open;
+  return s.step() ? parse_slot_state(s.text(0)) : SlotState::open;
 }
 
 int TaskBank::slot_count(const std::string& red, const std::string& repo) const {
@@ -251,6 +254,26 @@ void TaskBank::set_slot_state(const std::string& red, const std::string& repo, i
   std::lock_guard<std::mutex> lock(mu_);
   Stmt(db_, "INSERT INTO slots(red, repo, slot, state) VALUES(?,?,?,?) ON CONFLICT(red, repo, slot) DO UPDATE SET state=excluded.state", path_)
       .bind(red).bind(repo).bind(slot).bind(std::string(slot_state_name(st))).step();
+}
+
+std::vector<TaskBank::Slot> TaskBank::slots(const std::string& red) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "SELECT repo, slot, state FROM slots WHERE red=? ORDER BY repo, slot", path_);
+  s.bind(red);
+  std::vector<Slot> out;
+  while (s.step()) out.push_back({s.text(0), static_cast<int>(s.integer(1)), parse_slot_state(s.text(2))});
+  return out;
+}
+
+void copy_red_tasks(const TaskBank& from, TaskBank& to, const std::string& red) {
+  std::vector<std::string> repos;
+  for (const TaskBank::Slot& s : from.slots(red)) {
+    if (repos.empty() || repos.back() != s.repo) repos.push_back(s.repo);
+    to.set_slot_state(red, s.repo, s.slot, s.state);
+  }
+  for (const std::string& repo : repos)
+    for (const std::string& id : from.task_ids(red, repo))
+      to.put_task(from.load_record(id), from.load_public(id), from.load_sealed(id));
 }
 
 std::optional<std::string> TaskBank::cached_defense(const std::string& task_id, const std::string& blue) const {

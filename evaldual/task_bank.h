@@ -76,6 +76,15 @@ class TaskBank {
   int slot_count(const std::string& red, const std::string& repo) const;
   void set_slot_state(const std::string& red, const std::string& repo, int slot, SlotState s);
 
+  /// One slot of a participant.
+  struct Slot {
+    std::string repo;
+    int slot = 0;
+    SlotState state = SlotState::open;
+  };
+  /// Every slot of `red` on any repository, by repository then slot.
+  std::vector<Slot> slots(const std::string& red) const;
+
   /// Defense cache: a scored Blue run of `blue` on `task_id` (JSON of a TurnScore), if any.
   std::optional<std::string> cached_defense(const std::string& task_id, const std::string& blue) const;
   void put_defense(const std::string& task_id, const std::string& blue, const std::string& score_json);
@@ -88,5 +97,12 @@ class TaskBank {
   sqlite3* db_ = nullptr;
   mutable std::mutex mu_;
 };
+
+/// Copies `red`'s slots (with their states) and admitted tasks (record, public and sealed bundles;
+/// hashes checked on load) from `from` into `to`: the part of a bank a match reads. Attempts, gate
+/// logs, trajectories and cached defenses are not copied. Throws spade::Error when a task of `red`
+/// already exists in `to` or a stored hash does not match. Used by the leaderboard directory
+/// (leaderboard_dir.h) to give each participant its own bank and each match a bank of its two sides.
+void copy_red_tasks(const TaskBank& from, TaskBank& to, const std::string& red);
 
 }  // namespace spade::evaldual

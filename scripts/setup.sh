@@ -19,6 +19,7 @@ PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev
   chromium zlib1g-dev                        # tests load the HTML reports headless and decode the screenshots
+  libarchive-dev                             # SWE-Duel: leaderboard contribution archives (duel export / import)
   libcpp-httplib-dev                         # spade serve: the HTTP server (cpp-httplib 0.11)
   nodejs npm                                 # spade serve's test: the official OpenAI Node SDK (npm install openai, the version the test names)
 )
