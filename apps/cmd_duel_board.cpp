@@ -25,6 +25,7 @@
 
 #include "apps/commands.h"
 #include "apps/duel_board.h"
+#include "apps/duel_enter.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/output_path.h"
@@ -90,27 +91,6 @@ void refresh_and_print(const ev::LeaderboardDir& board, const RatingArgs& ra) {
               board.rankings_path().c_str(), board.page_path().c_str());
 }
 
-// The leaderboard's repositories, prepared under its work/ folder (once; later calls reuse them).
-std::vector<ev::PreparedRepo> prepare_arena(const ev::LeaderboardDir& board) {
-  std::vector<ev::PreparedRepo> repos;
-  const std::string work = board.work_path() + "/repos";
-  for (size_t i = 0; i < board.arena().specs.size(); ++i) {
-    ev::RepoSpec spec = ev::load_repo_spec(board.arena().specs[i]);
-    if (spec.name != board.arena().repos[i])
-      throw Error("leaderboard " + board.root() + ": spec " + board.arena().specs[i] + " names repository '" +
-                  spec.name + "', the leaderboard '" + board.arena().repos[i] + "'");
-    ev::PreparedRepo p;
-    try {
-      p = ev::load_prepared_repo(work, spec.name);
-    } catch (const Error&) {
-      p = ev::setup_repo(spec, work);
-    }
-    p.spec = spec;
-    repos.push_back(p);
-  }
-  return repos;
-}
-
 void add_enter_command(CLI::App* duel) {
   struct Args {
     std::string source, name, dir, script, endpoints;
@@ -140,7 +120,6 @@ void add_enter_command(CLI::App* duel) {
                              "duel tournament ... --leaderboard %s`\n", a->dir.c_str(), a->dir.c_str());
         return kUsageError;
       }
-      ev::LeaderboardLock lock(a->dir);
       const ev::LeaderboardDir board = ev::LeaderboardDir::open(a->dir);
       const std::string id = ev::canonical_participant_id(a->name);
       if (auto p = board.find(id)) {
@@ -148,85 +127,32 @@ void add_enter_command(CLI::App* duel) {
                      id.c_str(), a->dir.c_str(), p->origin.c_str(), p->added_at.c_str());
         return kUsageError;
       }
-      std::error_code ec;
-      const std::string source =
-          fs::is_directory(a->source, ec) ? "checkpoint:" + fs::absolute(a->source).lexically_normal().string() : a->source;
-      std::vector<std::string> incumbents;
-      std::map<std::string, std::unique_ptr<ev::Agent>> agents;
-      std::map<std::string, std::string> bank_of;
-      for (const ev::LeaderboardParticipant& p : board.participants()) {
-        incumbents.push_back(p.id);
-        bank_of[p.id] = board.bank_path(p.id);
-        const std::string script = fs::exists(board.script_path(p.id)) ? board.script_path(p.id) : "";
-        agents[p.id] = make_agent(p.source, script, a->endpoints, "a replay script stored at " + board.script_path(p.id));
-      }
-      if (incumbents.empty()) {
+      if (board.participants().empty()) {
         std::fprintf(stderr, "error: duel enter: %s has no participant to play against\n", a->dir.c_str());
         return kUsageError;
       }
-      agents[id] = make_agent(source, a->script, a->endpoints, "--script");
-
-      const std::vector<ev::PreparedRepo> repos = prepare_arena(board);
-      const std::string entry = board.work_path() + "/enter/" + ev::leaderboard_slug(id);
-      ev::ProtocolConfig protocol;
-      protocol.work_dir = entry + "/play";
-      protocol.slots_per_repo = board.arena().turns_per_player;  // the tasks a match asks of each side
-      protocol.attempts_per_slot = a->attempts;
-
-      // 1. Its own bank, built under work/ (resumable: finished slots are skipped).
-      const std::string own_bank = entry + "/bank.sqlite";
-      bank_of[id] = own_bank;
-      {
-        ev::TaskBank tb(own_bank);
-        ev::generate_bank(tb, *agents[id], id, repos, protocol);
-        for (const auto& r : repos) {
-          const size_t k = tb.task_ids(id, r.spec.name).size();
-          std::printf("%s: %zu task%s on %s%s\n", id.c_str(), k, k == 1 ? "" : "s", r.spec.name.c_str(),
-                      k == 0 ? " (its Red turns there are automatic Blue wins, paper §3.4)" : "");
-        }
-      }
-      // 2. Its matches: active sampling against the incumbents' results (resumable, tournament.h).
-      ev::TournamentOptions to;
-      to.seed = a->rating.seed;
-      for (const ev::MatchRecord& m : board.matches())
-        if (m.model_a != id && m.model_b != id) to.prior_matches.push_back(m);
-      to.on_match = [](const ev::MatchRecord& r, int done, int total) {
-        std::printf("[%d/%d] %s: %s %.2f - %.2f %s (%s)\n", done, total, r.match_id.c_str(), r.model_a.c_str(),
-                    r.score_a.value_or(0), r.score_b.value_or(0), r.model_b.c_str(), ev::outcome_name(r.outcome));
+      std::error_code ec;
+      EnterRequest r;
+      r.dir = a->dir;
+      r.source = fs::is_directory(a->source, ec) ? "checkpoint:" + fs::absolute(a->source).lexically_normal().string()
+                                                 : a->source;
+      r.name = a->name;
+      r.script = a->script;
+      r.attempts = a->attempts;
+      r.workers = a->workers;
+      r.bootstrap = a->rating.bootstrap;
+      r.seed = a->rating.seed;
+      const std::string endpoints = a->endpoints;
+      r.agent_for = [endpoints](const std::string& source, const std::string& script, const std::string& flag) {
+        return make_agent(source, script, endpoints, flag);
+      };
+      const EnterResult done = enter_leaderboard(r, [](const std::string& line) {
+        std::printf("%s\n", line.c_str());
         std::fflush(stdout);
-      };
-      ev::MatchConfig mc;
-      mc.turns_per_player = board.arena().turns_per_player;
-      mc.workers = a->workers;
-      const ev::TournamentState initial = ev::make_late_entrant_state("enter:" + id, id, incumbents);
-      std::printf("%s enters against %zu incumbents: %d matches (ceil(log2 M)+1 in [3, M])\n", id.c_str(),
-                  incumbents.size(), initial.budget);
-      auto play = [&](const ev::ScheduledMatch& m) {
-        // A bank of the match's two sides (its defense cache the match's own, which a resumed match
-        // reuses), assembled from copies: no participant's bank is opened.
-        const std::string match_dir = board.work_path() + "/matches/" + ev::leaderboard_slug(m.match_id);
-        ev::assemble_bank(match_dir + "/bank.sqlite", {{bank_of.at(m.a), m.a}, {bank_of.at(m.b), m.b}}, match_dir);
-        ev::TaskBank tb(match_dir + "/bank.sqlite");
-        ev::ProtocolConfig pc = protocol;
-        pc.work_dir = match_dir + "/play";
-        return ev::play_match(tb, {m.a, agents.at(m.a).get()}, {m.b, agents.at(m.b).get()}, repos, pc, mc, m.match_id);
-      };
-      const std::vector<ev::MatchRecord> played = ev::run_tournament(entry + "/tournament", initial, play, to);
-
-      // 3. Published: its bank, matches and script, then its record (the commit point), then the rating.
-      const std::string bank_sha = fs::exists(board.bank_path(id)) ? ev::file_sha256(board.bank_path(id))
-                                                                   : board.install_bank(own_bank, id);
-      for (const ev::MatchRecord& m : played) board.put_match(m);
-      if (!a->script.empty()) write_file_atomic(board.script_path(id), read_file(a->script));
-      ev::LeaderboardParticipant p;
-      p.id = id;
-      p.source = source;
-      p.origin = "enter";
-      p.bank_sha256 = bank_sha;
-      board.add_participant(p);
-      std::printf("%s: %zu matches played\n", id.c_str(), played.size());
-      refresh_and_print(board, a->rating);
-      for (const auto& [pid, agent] : agents) print_usage(pid, agent.get());
+      });
+      std::fputs(ev::rankings_table(done.rankings).c_str(), stdout);
+      std::printf("%zu participants, %zu matches -> %s, %s\n", done.rankings.rankings.size(),
+                  done.rankings.matches.size(), board.rankings_path().c_str(), board.page_path().c_str());
       return 0;
     });
   });
