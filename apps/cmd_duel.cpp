@@ -40,6 +40,7 @@
 #include <memory>
 #include <set>
 
+#include "apps/checkpoint_agent.h"
 #include "apps/commands.h"
 #include "apps/duel_board.h"
 #include "common/atomic_file.h"
@@ -205,12 +206,21 @@ int check_bank(const std::string& bank_path, const std::vector<std::string>& ids
 std::unique_ptr<ev::Agent> make_agent(const std::string& participant, const std::string& script,
                                       const std::string& endpoints, const std::string& script_flag) {
   if (!script.empty()) return load_script(script);
+  if (const std::string dir = checkpoint_dir_of(participant); !dir.empty())
+    return std::make_unique<CheckpointAgent>(dir, CheckpointAgentOptions{});
   if (!endpoints.empty()) return ev::make_model_agent(ev::load_endpoints(endpoints), participant);
   throw Error("participant '" + participant + "': give " + script_flag + " (replay) or --endpoints FILE.yaml (model)");
 }
 
 // Prints a model agent's accounting (nothing for replay agents).
 void print_usage(const std::string& participant, ev::Agent* agent) {
+  if (auto* c = dynamic_cast<CheckpointAgent*>(agent)) {
+    const CheckpointUsage u = c->totals();
+    std::printf("%s: %lld in-process calls, %lld prompt + %lld completion tokens (%lld prompt tokens cut to fit the "
+                "context)\n", participant.c_str(), (long long)u.calls, (long long)u.prompt_tokens,
+                (long long)u.completion_tokens, (long long)u.dropped_tokens);
+    return;
+  }
   auto* m = dynamic_cast<ev::ModelAgent*>(agent);
   if (!m) return;
   ev::ChatTotals t = m->client().totals();

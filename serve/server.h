@@ -8,6 +8,7 @@
 #include <string>
 
 #include "serve/engine.h"
+#include "serve/loaded_model.h"
 #include "serve/http_server.h"
 #include "serve/openai_api.h"
 
@@ -33,16 +34,14 @@ class Server {
 
   int port() const { return port_; }
   const ServedModel& model() const { return api_->served(); }
-  const Engine& engine() const { return *engine_; }
+  const Engine& engine() const { return loaded_->engine(); }
   /// HttpServer::serve(): blocks until drain() has finished.
   void serve() { http_->serve(); }
   /// HttpServer::drain(): new requests 503, requests in flight answered to the end, serve() returns.
   void drain() { http_->drain(); }
 
  private:
-  policy::Tokenizer tok_;
-  std::unique_ptr<policy::ChatTemplate> chat_;
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<LoadedModel> loaded_;
   std::unique_ptr<OpenAiApi> api_;
   std::unique_ptr<HttpServer> http_;
   int port_ = 0;
