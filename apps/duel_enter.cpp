@@ -81,6 +81,7 @@ EnterResult enter_leaderboard(const EnterRequest& r, const std::function<void(co
   protocol.work_dir = entry + "/play";
   protocol.slots_per_repo = board.arena().turns_per_player;  // the tasks a match asks of each side
   protocol.attempts_per_slot = r.attempts;
+  if (r.arena) ev::apply_arena(*r.arena, &protocol);
 
   // 1. Its own bank, built under work/ (resumable: finished slots are skipped).
   EnterResult out;

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "evaldual/arena.h"
 #include "evaldual/match_record.h"
 #include "evaldual/protocol.h"
 #include "evaldual/rankings.h"
@@ -43,6 +44,8 @@ struct EnterRequest {
   bool allow_first = false;  // with no incumbent: enter with the bank alone and no match (a run's
                              // leaderboard's first opponent); else no incumbent is an error
   AgentFactory agent_for;  // required
+  const evaldual::Arena* arena = nullptr;  // an arena file's Red attempts and harness limits (they replace
+                                           // `attempts`); null: `attempts` and harness.h's defaults
 };
 
 struct EnterResult {

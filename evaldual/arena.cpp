@@ -15,11 +15,13 @@ namespace spade::evaldual {
 Arena parse_arena(const std::string& text, const std::string& origin, const std::string& base_dir) {
   const YAML::Node n = parse_yaml_text(text, origin);
   if (!n.IsMap()) throw Error(origin + ": an arena must be a YAML mapping, got " + describe_yaml(n));
-  static const std::set<std::string> known = {"repos", "turns_per_player", "attempts_per_slot", "workers"};
+  static const std::set<std::string> known = {"repos",      "turns_per_player", "attempts_per_slot", "workers",
+                                              "step_limit", "recovery_turns",   "recovery_steps",    "wall_clock_s"};
   for (const auto& kv : n) {
     const std::string k = yaml_string(kv.first, origin + ": a key");
     if (!known.count(k))
-      throw Error(origin + ": unknown key '" + k + "' (known: repos, turns_per_player, attempts_per_slot, workers)");
+      throw Error(origin + ": unknown key '" + k + "' (known: repos, turns_per_player, attempts_per_slot, workers, step_limit, "
+                  "recovery_turns, recovery_steps, wall_clock_s)");
   }
   Arena a;
   a.path = origin;
@@ -37,6 +39,16 @@ Arena parse_arena(const std::string& text, const std::string& origin, const std:
   positive("turns_per_player", &a.turns_per_player);
   positive("attempts_per_slot", &a.attempts_per_slot);
   positive("workers", &a.workers);
+  positive("step_limit", &a.harness.step_limit);
+  if (n["recovery_turns"]) {
+    a.harness.recovery_turns = yaml_int(n["recovery_turns"], origin + ": recovery_turns");
+    if (a.harness.recovery_turns < 0) throw Error(origin + ": recovery_turns must be >= 0");
+  }
+  positive("recovery_steps", &a.harness.recovery_steps);
+  if (n["wall_clock_s"]) {
+    a.harness.wall_clock_s = yaml_number(n["wall_clock_s"], origin + ": wall_clock_s");
+    if (!(a.harness.wall_clock_s > 0)) throw Error(origin + ": wall_clock_s must be > 0");
+  }
   return a;
 }
 
@@ -47,6 +59,16 @@ Arena load_arena(const std::string& path) {
     load_repo_spec(s);
   }
   return a;
+}
+
+void apply_arena(const Arena& a, ProtocolConfig* p) {
+  p->attempts_per_slot = a.attempts_per_slot;
+  for (HarnessConfig* h : {&p->red_harness, &p->blue_harness}) {
+    h->step_limit = a.harness.step_limit;
+    h->recovery_turns = a.harness.recovery_turns;
+    h->recovery_steps = a.harness.recovery_steps;
+    h->wall_clock_s = a.harness.wall_clock_s;
+  }
 }
 
 LeaderboardArena leaderboard_arena(const Arena& a) {

@@ -6,15 +6,20 @@
 //                         # reference banks 1 target per repository, reference §7), = slots per repository
 //   attempts_per_slot: 5  # Red attempts per slot (protocol.h ProtocolConfig; reference §3: 5)
 //   workers: 5            # turns played at once (duel_match.h MatchConfig; reference §7: 5 workers)
-// Unknown keys are errors naming the key and the file. The harness's step and time limits are still
-// the compiled-in defaults of harness.h and protocol.h.
+//   step_limit: 50        # the harness's limits for Red and Blue sessions (harness.h HarnessConfig,
+//   recovery_turns: 3     # reference §5 / arena.yaml: 50 steps, 3 x 6 recovery steps, 1800 s)
+//   recovery_steps: 6
+//   wall_clock_s: 1800
+// Unknown keys are errors naming the key and the file.
 //
 // Thread-safety: plain values and pure functions (load_arena reads one file).
 #pragma once
 #include <string>
 #include <vector>
 
+#include "evaldual/harness.h"
 #include "evaldual/leaderboard_dir.h"
+#include "evaldual/protocol.h"
 
 namespace spade::evaldual {
 
@@ -24,7 +29,11 @@ struct Arena {
   int turns_per_player = 1;
   int attempts_per_slot = 5;
   int workers = 5;
+  HarnessConfig harness;              // step_limit, recovery_turns, recovery_steps, wall_clock_s
 };
+
+/// `a`'s attempts and harness limits in `p` (both Red and Blue harnesses).
+void apply_arena(const Arena& a, ProtocolConfig* p);
 
 /// Parses arena YAML `text`; relative spec paths are resolved against `base_dir`. Throws spade::Error
 /// naming `origin` and the key for invalid YAML, unknown keys, no repos, numbers below 1.

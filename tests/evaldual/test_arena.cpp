@@ -22,6 +22,15 @@ TEST(Arena, ParsesWithDefaultsAndResolvesSpecsAgainstTheFile) {
   EXPECT_EQ(a.turns_per_player, 1);   // duel_match.h MatchConfig default
   EXPECT_EQ(a.attempts_per_slot, 5);  // protocol.h ProtocolConfig default (reference §3)
   EXPECT_EQ(a.workers, 3);
+  EXPECT_EQ(a.harness.step_limit, 50);  // harness.h defaults (reference §5)
+  const Arena b = parse_arena("repos: [x.yaml]\nstep_limit: 4\nrecovery_turns: 0\nwall_clock_s: 60\n", "a.yaml", "/");
+  ProtocolConfig p;
+  apply_arena(b, &p);
+  EXPECT_EQ(p.red_harness.step_limit, 4);
+  EXPECT_EQ(p.blue_harness.step_limit, 4);
+  EXPECT_EQ(p.blue_harness.recovery_turns, 0);
+  EXPECT_EQ(p.red_harness.wall_clock_s, 60);
+  EXPECT_EQ(p.attempts_per_slot, 5);
 }
 
 TEST(Arena, BadFilesNameTheKeyAndTheFile) {
