@@ -5,7 +5,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <unistd.h>
 
+#include "apps/child_process.h"
 #include "apps/commands.h"
 #include "apps/config_args.h"
 #include "common/atomic_file.h"
@@ -64,6 +67,38 @@ void print_line(const std::string& line) {
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }
+
+// The duel watcher `spade train` starts when duel.every > 0 and duel.spawn_watcher (apps/duel_watch.h):
+// `spade duel watch RUN_DIR --until-step STEPS --parent-pid PID`, its output in RUN_DIR/duel/watch.log.
+// Training never waits for it; when training ends, wait() waits for it to score the last checkpoint.
+// The main rank starts it (a launched job's other ranks never do).
+class DuelWatcher {
+ public:
+  explicit DuelWatcher(const trainer::Config& c) : c_(c) {}
+  std::function<void(const trainer::RunDir&)> starter() {
+    if (c_.duel.every <= 0 || !c_.duel.spawn_watcher) return nullptr;
+    return [this](const trainer::RunDir& run) {
+      std::filesystem::create_directories(run.root + "/duel");
+      proc_.emplace(ChildProcess::start({"", "duel", "watch", run.root, "--until-step", std::to_string(c_.selfplay.steps),
+                                         "--parent-pid", std::to_string(getpid())},
+                                        run.root + "/duel/watch.log"));
+      print_line("duel: scoring every " + std::to_string(c_.duel.every) + " steps in a watcher (pid " +
+                 std::to_string(proc_->pid()) + ", log " + proc_->log_path() + ")");
+    };
+  }
+  // The watcher's exit status, 0 when none was started.
+  int wait() {
+    if (!proc_) return 0;
+    print_line("duel: training done; waiting for the watcher to score the last checkpoint (" + proc_->log_path() + ")");
+    const int rc = proc_->wait();
+    if (rc != 0) print_line("duel: the watcher failed (status " + std::to_string(rc) + "); its last lines:\n" + proc_->log_tail());
+    return rc;
+  }
+
+ private:
+  trainer::Config c_;
+  std::optional<ChildProcess> proc_;
+};
 }  // namespace
 
 void set_action(std::function<int()> action) { g_action = std::move(action); }
@@ -131,8 +166,12 @@ void add_train_commands(CLI::App& app) {
         return trainer::launch_local_ranks(*nproc, rank_args);
       }
       if (resume->empty()) {
-        trainer::run_train(load_config_args(*args), train_options(*args, true), print_line);
-        return 0;
+        const trainer::Config c = load_config_args(*args);
+        DuelWatcher watcher(c);
+        trainer::TrainOptions options = train_options(*args, true);
+        options.on_run_open = watcher.starter();
+        trainer::run_train(c, options, print_line);
+        return watcher.wait();
       }
       if (!args->config.empty() || !args->overlays.empty() || !args->name.empty())
         throw Error("train --resume uses RUN_DIR/config.yaml: drop --config, --overlay and --name");
@@ -142,8 +181,10 @@ void add_train_commands(CLI::App& app) {
       c.seed_envs.dir = resolve_data_path(c.seed_envs.dir);
       trainer::TrainOptions options;
       options.resume = true;
+      DuelWatcher watcher(c);
+      options.on_run_open = watcher.starter();
       trainer::run_train(c, options, print_line);
-      return 0;
+      return watcher.wait();
     });
   });
 

@@ -17,6 +17,7 @@ void add_bench_sandbox_command(CLI::App& app);  // bench sandbox (apps/cmd_bench
 CLI::App* add_duel_commands(CLI::App& app);  // duel (found or created) + duel rate, bench duel; returns duel (apps/cmd_duel_rate.cpp)
 void add_duel_protocol_commands(CLI::App* duel);  // duel doctor | repos setup | bank generate | match (apps/cmd_duel.cpp)
 void add_duel_board_commands(CLI::App* duel);  // duel enter | import | export (apps/cmd_duel_board.cpp)
+void add_duel_watch_command(CLI::App* duel);   // duel watch (apps/cmd_duel_watch.cpp)
 void add_score_command(CLI::App& app);     // score (apps/cmd_score.cpp)
 void add_report_command(CLI::App& app);    // report (apps/cmd_report.cpp)
 void add_eval_command(CLI::App& app);      // eval (apps/cmd_eval.cpp)

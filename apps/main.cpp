@@ -67,7 +67,9 @@ int main(int argc, char** argv) {
   spade::apps::add_export_command(app);
   spade::apps::add_bench_sandbox_command(app);
   spade::apps::add_duel_protocol_commands(spade::apps::add_duel_commands(app));
-  spade::apps::add_duel_board_commands(spade::apps::add_duel_commands(app));
+  CLI::App* duel = spade::apps::add_duel_commands(app);
+  spade::apps::add_duel_board_commands(duel);
+  spade::apps::add_duel_watch_command(duel);
   spade::apps::add_score_command(app);
   spade::apps::add_report_command(app);
   spade::apps::add_eval_command(app);

@@ -254,6 +254,8 @@ struct DuelYaml {
                                         // false: run `spade duel watch RUN_DIR` yourself (another node)
   std::string device = "cpu";           // where the watcher runs the checkpoints (cpu | cuda | cuda:N):
                                         // on a GPU run, a device the trainer does not use
+  int max_new_tokens = 1024;            // a checkpoint's reply cap per harness step (the reference's
+                                        // hosted models get 32768: evaldual/model_client.h)
 };
 
 struct DistributedYaml {

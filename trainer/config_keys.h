@@ -191,6 +191,7 @@ void visit(C& c, F&& f) {
   f("duel.serve", c.duel.serve, any());
   f("duel.spawn_watcher", c.duel.spawn_watcher, any());
   f("duel.device", c.duel.device, one_of(e::device));
+  f("duel.max_new_tokens", c.duel.max_new_tokens, at_least(1));
   f("distributed.backend", c.distributed.backend, one_of(e::distributed_backend));
   f("distributed.bucket_mb", c.distributed.bucket_mb, above(0));
   f("distributed.timeout_s", c.distributed.timeout_s, above(0));

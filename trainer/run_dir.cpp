@@ -32,13 +32,17 @@ RunDir RunDir::create(const std::string& out_dir, const std::string& name) {
 }
 
 void RunDir::log_metrics(int64_t step, const std::map<std::string, double>& metrics) const {
+  log_metrics_to(metrics_path(), step, metrics);
+}
+
+void RunDir::log_metrics_to(const std::string& path, int64_t step, const std::map<std::string, double>& metrics) {
   nlohmann::ordered_json j;
   j["step"] = step;
   for (const auto& [k, v] : metrics) {
     if (std::isfinite(v)) j[k] = v;
     else j[k] = nullptr;
   }
-  append_line(metrics_path(), j.dump());
+  append_line(path, j.dump());
 }
 
 void RunDir::truncate_metrics(int64_t first_step) const {

@@ -31,6 +31,9 @@ struct RunDir {
   /// Appends one metrics line {"step": step, key: value...} to metrics.jsonl (non-finite -> null).
   void log_metrics(int64_t step, const std::map<std::string, double>& metrics) const;
 
+  /// Appends the same line to another JSONL file (e.g. duel/metrics.jsonl).
+  static void log_metrics_to(const std::string& path, int64_t step, const std::map<std::string, double>& metrics);
+
   /// Drops the metrics.jsonl lines whose "step" is >= first_step (and unparseable lines, e.g. one cut
   /// by a kill), rewriting the file atomically: a resumed run appends from first_step. No-op when
   /// the file does not exist. Throws spade::Error on I/O failure.

@@ -218,6 +218,7 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
 
   const RunDir run =
       main_rank_first(dist, [&] { return dist.is_main() ? open_run_dir(plan, config, log) : RunDir{plan.root}; });
+  if (dist.is_main() && options.on_run_open) options.on_run_open(run);
   if (dist.active())
     log("data parallel: " + std::to_string(dist.world_size()) + " ranks (" + dist.env().launcher + "), " +
         dist.backend() + ", " + std::to_string(threads) + " threads each");

@@ -46,6 +46,9 @@ struct TrainOptions {
                           // trainer state (no warm start; metrics.jsonl cut back to that step)
   bool overwrite = false; // replace the run in the run directory (run_open.h); excludes resume
   std::vector<std::string> inputs = {};  // files read before the call (the --config file): never replaced
+  /// Called on the main rank once the run directory is open (new, resumed or replaced), before any
+  /// training: e.g. `spade train` starts its duel watcher there (apps/duel_watch.h).
+  std::function<void(const RunDir& run)> on_run_open = nullptr;
 };
 
 /// The saved resolved config of an existing run directory (RUN_DIR/config.yaml) with `overrides`
