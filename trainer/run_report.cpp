@@ -131,6 +131,22 @@ std::vector<Row> rows_of(const std::vector<RunMetrics>& runs) {
 const char* kHeader[] = {"Run", "Steps", "Wall time", "Designer", "Rejected (reason count)",
                          "Success with hint, 95% CI", "Success without hint, 95% CI"};
 
+// The step records of a JSONL file (metrics.jsonl, duel/metrics.jsonl): one JSON object with a numeric
+// "step" per non-empty line. Throws naming the file and line otherwise.
+std::vector<nlohmann::json> read_step_lines(std::ifstream& in, const std::string& path) {
+  std::vector<nlohmann::json> out;
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("step") || !j["step"].is_number())
+      throw Error(path + ":" + std::to_string(line_no) + ": expected a JSON object with a numeric \"step\"");
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 // Folds duel/metrics.jsonl (one line per scored checkpoint, written by `spade duel watch`) into the
 // step records: its keys join the record of the same step, or a record of their own when the run has
 // none (a checkpoint scored after the last logged step was cut). A missing file adds nothing.
@@ -138,13 +154,7 @@ void merge_duel_metrics(const std::string& run_dir, std::vector<nlohmann::json>*
   const fs::path duel = fs::path(run_dir) / "duel" / "metrics.jsonl";
   std::ifstream in(duel);
   if (!in) return;
-  int line_no = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_no;
-    if (line.empty()) continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("step") || !j["step"].is_number())
-      throw Error(duel.string() + ":" + std::to_string(line_no) + ": expected a JSON object with a numeric \"step\"");
+  for (nlohmann::json& j : read_step_lines(in, duel.string())) {
     auto same = std::find_if(steps->begin(), steps->end(), [&](const nlohmann::json& s) { return s["step"] == j["step"]; });
     if (same == steps->end()) {
       steps->push_back(std::move(j));
@@ -167,15 +177,7 @@ RunMetrics load_run_metrics(const std::string& run_dir) {
   const fs::path metrics = fs::path(run_dir) / "metrics.jsonl";
   std::ifstream in(metrics);
   if (!in) throw Error(metrics.string() + ": cannot open (is " + run_dir + " a run directory of `spade train`?)");
-  int line_no = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_no;
-    if (line.empty()) continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("step") || !j["step"].is_number())
-      throw Error(metrics.string() + ":" + std::to_string(line_no) + ": expected a JSON object with a numeric \"step\"");
-    r.steps.push_back(std::move(j));
-  }
+  r.steps = read_step_lines(in, metrics.string());
   merge_duel_metrics(run_dir, &r.steps);
   const fs::path summary = fs::path(run_dir) / "summary.json";
   if (fs::exists(summary)) {

@@ -300,11 +300,11 @@ TEST_F(DuelBoard, EnterResolvesItsSourceAndRefusesWhatIsNotALeaderboard) {
   const std::string d = copy_board("enter_usage");
   const auto before = tree(d + "/board");
   // A directory is the participant checkpoint:DIR, resolved by the duel commands' one agent factory
-  // (here without --endpoints or --script it names that id and stops before any play).
+  // (apps/checkpoint_agent.h); one that holds no checkpoint is named and stops before any play.
   fs::create_directories(d + "/ckpt");
   auto r = spade_cmd("duel enter " + d + "/ckpt --name ck#x --leaderboard " + d + "/board");
   EXPECT_EQ(r.rc, 1) << r.out;
-  EXPECT_TRUE(has(r, "participant 'checkpoint:" + d + "/ckpt'")) << r.out;
+  EXPECT_TRUE(has(r, "participant checkpoint:" + d + "/ckpt: " + d + "/ckpt/config.json does not exist")) << r.out;
   EXPECT_EQ(tree(d + "/board"), before);
   // Not a leaderboard: a usage error naming how one is made, and nothing created.
   r = spade_cmd("duel enter x#y --name x#y --leaderboard " + d + "/none");
