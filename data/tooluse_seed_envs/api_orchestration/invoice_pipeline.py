@@ -21,9 +21,9 @@ def spec(description, required, **props):
             "parameters": {"type": "object", "properties": properties, "required": list(required)}}
 
 
-def call(name, **arguments):
+def call(tool_name, **arguments):
     """One agent response calling a tool (solution() is a list of these, then the answer)."""
-    return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
+    return "<tool_call>" + json.dumps({"name": tool_name, "arguments": arguments}) + "</tool_call>"
 
 
 class InvoicePipelineEnv(ToolUseEnv):
