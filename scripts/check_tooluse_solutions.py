@@ -89,6 +89,12 @@ def check_seed(env, helpers, seed, notes):
         json.dumps(info)
         assert reward >= 0, "solution action %d (%r) got reward %r: %s" % (i, action[:80], reward, obs[:200])
     assert done and reward == 1.0, "solution ended with reward %r, done %r: %s" % (reward, done, obs[:200])
+    if actions[-1] != "<answer>done</answer>":  # irrelevant variant: "done" instead of the decline must not win
+        env.reset(seed=seed)
+        for action in actions[:-1]:
+            env.step(action)
+        _, r, done, _, _ = env.step("<answer>done</answer>")
+        assert r == 0.0 and not done, "the irrelevant request is rewarded for <answer>done</answer>"
     notes.append(len(actions))
 
 
