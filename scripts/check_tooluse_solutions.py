@@ -8,7 +8,8 @@ executes each program with the names the sandbox pre-injects, and for every rese
   - 3-8 tools, 3-5 user messages with one criterion each, the first criterion false on the fresh state;
   - answering <answer>done</answer> at once is not rewarded;
   - solution() (a list of whole responses: <tool_call>...</tool_call> strings, then <answer>...</answer>)
-    played through step() ends the episode with reward 1.0 within max_turns, without format errors;
+    played through step() ends the episode with reward 1.0 within max_turns, without format errors,
+    and so does the same episode with the tool calls in Qwen's XML form;
   - every tool answers bad arguments (wrong types, unknown ids) with a string instead of raising.
 Usage: python3 scripts/check_tooluse_solutions.py [--seeds N] FILE.py...
        (no files: data/tooluse_seed_envs/*/*.py and data/tooluse_heldout_envs/*/*.py)
@@ -95,7 +96,22 @@ def check_seed(env, helpers, seed, notes):
             env.step(action)
         _, r, done, _, _ = env.step("<answer>done</answer>")
         assert r == 0.0 and not done, "the irrelevant request is rewarded for <answer>done</answer>"
+    # The same episode with every tool call in Qwen's XML form (values are JSON-decoded when they parse).
+    env.reset(seed=seed)
+    for action in actions:
+        obs, reward, done, truncated, info = env.step(to_xml(env, action))
+    assert done and reward == 1.0, "solution in XML tool-call form ended with reward %r: %s" % (reward, obs[:200])
     notes.append(len(actions))
+
+
+def to_xml(env, action):
+    """A <tool_call>{json}</tool_call> response rewritten as <tool_call><function=...> XML."""
+    m = re.search(r"<tool_call>(.*?)</tool_call>", action, re.S)
+    if not m:
+        return action
+    name, args = env._parse_tool_call(m.group(1))
+    params = "".join("<parameter=%s>%s</parameter>" % (k, v if type(v) is str else json.dumps(v)) for k, v in args.items())
+    return "<tool_call><function=%s>%s</function></tool_call>" % (name, params)
 
 
 def fuzz_tools(env, seed):
