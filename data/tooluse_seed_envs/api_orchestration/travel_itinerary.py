@@ -67,22 +67,25 @@ class TravelItineraryEnv(ToolUseEnv):
             "Add %d checked bag%s to the flight booking." % (self.bags, "" if self.bags == 1 else "s"),
         ]
         self._message_criteria = [
-            lambda s: self._booking(s) is not None,
-            lambda s: self._reservation(s) is not None,
-            lambda s: [self._booking(s), self._reservation(s)] in [[t["booking"], t["reservation"]] for t in s["transfers"]],
-            lambda s: self._booking(s) is not None and s["bookings"][self._booking(s)]["bags"] == self.bags,
+            lambda s: self._bookings(s) != [],
+            lambda s: self._reservations(s) != [],
+            lambda s: any(t["booking"] in self._bookings(s) and t["reservation"] in self._reservations(s)
+                          for t in s["transfers"]),
+            lambda s: any(s["bookings"][b]["bags"] == self.bags for b in self._bookings(s)),
         ]
         self._current_msg = 0
         self._expected_answer = "done"
         tools = [{"type": "function", "function": dict(name=n, **t)} for n, t in self._tools.items()]
         return "[user] " + self._user_messages[0], {"tools": tools}
 
-    def _booking(self, s):
-        return next((b for b, v in s["bookings"].items() if v["flight"] == self.fid and v["passenger"] == self.name), None)
+    def _bookings(self, s):
+        """Ids of the bookings of the requested flight for the requested passenger."""
+        return [b for b, v in sorted(s["bookings"].items()) if v["flight"] == self.fid and v["passenger"] == self.name]
 
-    def _reservation(self, s):
-        return next((r for r, v in s["reservations"].items()
-                     if (v["city"], v["nights"], v["guest"]) == (self.dest, self.nights, self.name)), None)
+    def _reservations(self, s):
+        """Ids of the hotel reservations matching the request."""
+        return [r for r, v in sorted(s["reservations"].items())
+                if (v["city"], v["nights"], v["guest"]) == (self.dest, self.nights, self.name)]
 
     def _new_id(self, prefix):
         self._state["next_id"] += 1
