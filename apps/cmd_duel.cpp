@@ -349,7 +349,7 @@ void add_duel_protocol_commands(CLI::App* duel) {
         if (si.bwrap) {
           ev::WorkspaceSandbox sb(probe_dir);
           for (const char* t : {"python3 -m pytest --version", "gcc --version", "ctest --version", "node --version",
-                                "go version", "mvn -v", "diff --version"})
+                                "go version", "javac -version", "java -version", "mvn -v", "diff --version"})
             std::printf("tool (in sandbox) %-28s %s\n", t, tool_ok(sb, t) ? "ok" : "missing");
           bad += !scoring_path_ok(c->work + "/doctor_scoring");
         }

@@ -139,10 +139,18 @@ TestOutcome parse_pytest(const std::string& output, int rc) {
 TestOutcome parse_go_test_json(const std::string& output, int rc) {
   TestOutcome o;
   o.adapter = "go";
+  static const std::regex build_failed(R"(FAIL\s+(\S+)\s+\[(?:build|setup) failed\])");
   std::map<std::string, std::string> final_action;  // "pkg\ttest" -> action
   std::map<std::string, std::string> package_action;
   for (const std::string& l : lines_of(output)) {
     std::string t = trim(l);
+    // A package that does not build prints no JSON (go <= 1.23): "FAIL\tPKG [build failed]" as text.
+    std::smatch bf;
+    if (std::regex_match(t, bf, build_failed)) {
+      o.summary_found = true;
+      package_action[bf[1]] = "fail";
+      continue;
+    }
     if (t.empty() || t[0] != '{') continue;
     nlohmann::json j = nlohmann::json::parse(t, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("Action")) continue;
@@ -204,6 +212,34 @@ TestOutcome parse_maven(const std::string& output, int rc) {
     return o;
   }
   finish(&o, rc);
+  return o;
+}
+
+TestOutcome parse_junit(const std::string& output, int rc) {
+  TestOutcome o;
+  o.adapter = "junit";
+  static const std::regex ok_line(R"(^OK \((\d+) tests?\))");
+  static const std::regex fail_line(R"(^Tests run:\s*(\d+),\s+Failures:\s*(\d+))");
+  static const std::regex failed_id(R"(^\d+\) (.+)\(([A-Za-z0-9_$.]+)\)\s*$)");
+  std::vector<std::string> ids;
+  for (const std::string& l : lines_of(output)) {
+    std::smatch m;
+    if (std::regex_search(l, m, ok_line)) {
+      o.summary_found = true;
+      o.passed = std::stoi(m[1]);
+      o.failed = 0;
+      ids.clear();
+    } else if (std::regex_search(l, m, fail_line)) {
+      o.summary_found = true;
+      int n = std::stoi(m[1]), f = std::stoi(m[2]);
+      o.failed = f;
+      o.passed = n > f ? n - f : 0;
+      o.failed_tests = ids;
+    } else if (std::regex_match(l, m, failed_id)) {
+      ids.push_back(m[2].str() + "." + m[1].str());
+    }
+  }
+  finish(&o, rc, rc == 0, "JUnitCore exited " + std::to_string(rc));
   return o;
 }
 
@@ -290,12 +326,13 @@ TestOutcome parse_test_output(const std::string& adapter, const std::string& out
   if (adapter == "pytest") return parse_pytest(output, rc);
   if (adapter == "go") return parse_go_test_json(output, rc);
   if (adapter == "maven") return parse_maven(output, rc);
+  if (adapter == "junit") return parse_junit(output, rc);
   if (adapter == "tap" || adapter == "node" || adapter == "mocha") return parse_tap(output, rc);
   if (adapter == "ctest") return parse_ctest(output, rc);
   if (adapter == "c" || adapter == "rc") return parse_rc(output, rc);
-  throw Error("unknown test adapter '" + adapter + "' (known: pytest, go, maven, tap, ctest, c)");
+  throw Error("unknown test adapter '" + adapter + "' (known: pytest, go, maven, junit, tap, ctest, c)");
 }
 
-std::vector<std::string> adapter_names() { return {"pytest", "go", "maven", "tap", "ctest", "c"}; }
+std::vector<std::string> adapter_names() { return {"pytest", "go", "maven", "junit", "tap", "ctest", "c"}; }
 
 }  // namespace spade::evaldual

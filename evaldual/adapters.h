@@ -14,7 +14,7 @@ namespace spade::evaldual {
 
 /// What one test run showed.
 struct TestOutcome {
-  std::string adapter;                    // "pytest", "go", "maven", "tap", "ctest", "c"
+  std::string adapter;                    // "pytest", "go", "maven", "junit", "tap", "ctest", "c"
   int passed = 0, failed = 0, errors = 0, skipped = 0;
   int xfailed = 0, xpassed = 0;           // pytest: expected failures / unexpected passes (not strict)
   int deselected = 0, warnings = 0;       // pytest: not run / warnings reported (no effect on the verdict)
@@ -48,14 +48,21 @@ struct TestOutcome {
 TestOutcome parse_pytest(const std::string& output, int rc);
 
 /// `go test -json`: the final action (pass/fail/skip) per (package, test); a package that fails
-/// without any test failing counts as an error (build failure). Lines that are not JSON are ignored.
-/// Also requires rc 0.
+/// without any test failing counts as an error (build failure), as does go's plain-text
+/// "FAIL\tPKG [build failed]" / "[setup failed]" line (go 1.19-1.23 print no JSON for a package that
+/// does not compile). Other lines that are not JSON are ignored. Also requires rc 0.
 TestOutcome parse_go_test_json(const std::string& output, int rc);
 
 /// Maven Surefire: the last "Tests run: N, Failures: F, Errors: E, Skipped: S" line (totals of the
 /// "Results:" block); failed ids from the "[ERROR]   Class.method:LINE" lines. Without any summary the
 /// verdict is rc == 0 (reference: "no summary -> rc").
 TestOutcome parse_maven(const std::string& output, int rc);
+
+/// JUnit 4's text runner (`java org.junit.runner.JUnitCore CLASS...`): "OK (N tests)" when every test
+/// passed, else "Tests run: N,  Failures: F" (JUnit 4 counts errors as failures; ignored tests are
+/// not in N), failed ids "Class.method" from the numbered "K) method(Class)" headers. Also requires
+/// rc 0 (JUnitCore exits 1 on any failure). A compile error before the runner leaves no summary: fails.
+TestOutcome parse_junit(const std::string& output, int rc);
 
 /// TAP (node:test --test-reporter=tap, mocha -R tap): node's "# tests/# pass/# fail/# cancelled/
 /// # skipped/# todo" counts when present, else the top-level "ok"/"not ok" lines; cancelled counts as
@@ -72,7 +79,7 @@ TestOutcome parse_rc(const std::string& output, int rc);
 /// caller uses after changing counts (e.g. deselecting pre-existing failures).
 void apply_pass_rule(TestOutcome* o);
 
-/// Dispatches on the adapter name ("pytest", "go", "maven", "tap" (aliases "node", "mocha"), "ctest",
+/// Dispatches on the adapter name ("pytest", "go", "maven", "junit", "tap" (aliases "node", "mocha"), "ctest",
 /// "c" (alias "rc")). Throws spade::Error naming the unknown adapter and the known ones.
 TestOutcome parse_test_output(const std::string& adapter, const std::string& output, int rc);
 

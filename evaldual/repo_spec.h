@@ -7,7 +7,8 @@
 //   name: pyfix                       # [A-Za-z0-9._-]+
 //   source: pyfix                     # a local directory (relative to the spec file), or
 //                                     # a git URL (https://, git@, file://, *.git) with `commit`, or
-//                                     # debian:NAME=VERSION (`apt-get source`; needs a deb-src entry)
+//                                     # debian:NAME=VERSION (`apt-get source`; needs a deb-src entry), or
+//                                     # npm:NAME@X.Y.Z (`npm pack`: the published tarball, exact version)
 //   commit: 1a2b...                   # git sources only: the pinned commit (tag or sha)
 //   language: python                  # python | c | go | java | javascript (complexity rules per language)
 //   setup: [cmd, ...]                 # run once in the sandbox on the pristine copy (optional)
@@ -32,13 +33,13 @@
 namespace spade::evaldual {
 
 /// Where a repository comes from.
-enum class SourceKind { local, git, debian };
+enum class SourceKind { local, git, debian, npm };
 
 /// One repository spec (see the file comment for the YAML form).
 struct RepoSpec {
   std::string name;
   SourceKind source_kind = SourceKind::local;
-  std::string source;          // resolved: absolute local path, git URL, or "NAME=VERSION" (debian)
+  std::string source;          // resolved: absolute local path, git URL, "NAME=VERSION" (debian) or "NAME@X.Y.Z" (npm)
   std::string commit;          // git: the pinned commit; empty otherwise
   std::string language;
   std::vector<std::string> setup;
@@ -84,8 +85,8 @@ struct PreparedRepo {
   std::vector<std::string> pre_existing_failures;  // baseline.failed_tests
 };
 
-/// Pins and prepares `spec` under `work_dir`: copies (local), clones + checks out `commit` (git) or
-/// `apt-get source` (debian) into <work>/<name>/pristine, runs the setup commands in the sandbox,
+/// Pins and prepares `spec` under `work_dir`: copies (local), clones + checks out `commit` (git),
+/// `apt-get source` (debian) or `npm pack` + unpack (npm) into <work>/<name>/pristine, runs the setup commands in the sandbox,
 /// runs the original suite once on a scratch copy recording pre-existing failures, and writes
 /// repo.json. Idempotent: an existing pristine copy with the same pin and the same setup commands is
 /// reused (suite re-run). Debian sources are fetched once into <work>/<name>/src and kept.

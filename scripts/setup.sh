@@ -12,6 +12,8 @@ PACKAGES=(
   pybind11-dev python3-dev python3-numpy     # spade-envd embeds CPython
   python3-sympy                              # corpus: mathematics and physics documentation
   python3-pytest                             # SWE-Duel: pytest adapter and the pyfix fixture repository
+  golang-go                                  # SWE-Duel: the Go arena repository (go test -json)
+  default-jdk-headless junit4 libcommons-lang3-java  # SWE-Duel: the Java arena repository (javac, JUnit 4, its test dependency)
   python3-torch                              # policy parity reference + sampler bench baseline (tests/policy, bench/)
   bubblewrap libseccomp-dev                  # sandbox layers
   libhdf5-dev libcurl4-openssl-dev libsqlite3-dev libgloo-dev

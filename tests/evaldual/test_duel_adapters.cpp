@@ -69,6 +69,55 @@ TEST(DuelAdapters, GoJsonFinalActionPerTest) {
   EXPECT_FALSE(parse_go_test_json(out("go_json_pass.txt"), 1).ok);
 }
 
+// Recorded with Debian 12's go 1.19.8 (fixtures/outputs/README.md): TestAdd passes, TestWrong fails,
+// TestSkipped skips, TestTable's subtest "zero" passes and "bad" fails (so TestTable fails too): by the
+// final action per (package, test), 2 passed, 3 failed, 1 skipped.
+TEST(DuelAdapters, GoRecordedRunAndBuildFailure) {
+  TestOutcome m = parse_go_test_json(out("go_json_recorded_mixed.txt"), 1);
+  EXPECT_TRUE(m.summary_found);
+  EXPECT_EQ(m.passed, 2);
+  EXPECT_EQ(m.failed, 3);
+  EXPECT_EQ(m.skipped, 1);
+  EXPECT_EQ(m.errors, 0);
+  EXPECT_EQ(m.failed_tests, (std::vector<std::string>{"example.com/gt.TestTable", "example.com/gt.TestTable/bad",
+                                                      "example.com/gt.TestWrong"}));
+  EXPECT_FALSE(m.ok);
+  // A package that does not compile: go 1.19 prints no JSON at all, only "FAIL\tPKG [build failed]".
+  TestOutcome b = parse_go_test_json(out("go_json_recorded_build_failed.txt"), 2);
+  EXPECT_TRUE(b.summary_found);
+  EXPECT_EQ(b.errors, 1);
+  EXPECT_EQ(b.failed_tests, (std::vector<std::string>{"example.com/gt (package failed: build error or panic)"}));
+  EXPECT_FALSE(b.ok);
+  EXPECT_EQ(b.reason, "1 error(s)") << b.reason;
+}
+
+// Recorded with JUnit 4.13.2 (Debian's junit4) on OpenJDK 17 (fixtures/outputs/README.md).
+TEST(DuelAdapters, JunitTextRunner) {
+  // SampleTest: adds passes, wrongSum fails, throwsNpe errors (JUnit 4 counts it as a failure), one
+  // @Ignore'd test (not run, not counted); OkTest: one passes. "Tests run: 4,  Failures: 2".
+  TestOutcome f = parse_test_output("junit", out("junit_fail.txt"), 1);
+  EXPECT_EQ(f.adapter, "junit");
+  EXPECT_TRUE(f.summary_found);
+  EXPECT_EQ(f.passed, 2);
+  EXPECT_EQ(f.failed, 2);
+  EXPECT_EQ(f.total, 4);
+  EXPECT_EQ(f.failed_tests, (std::vector<std::string>{"p.SampleTest.wrongSum", "p.SampleTest.throwsNpe"}));
+  EXPECT_FALSE(f.ok);
+  TestOutcome p = parse_junit(out("junit_pass.txt"), 0);  // "OK (1 test)"
+  EXPECT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(p.passed, 1);
+  EXPECT_FALSE(parse_junit(out("junit_pass.txt"), 1).ok);  // the runner's exit status must agree
+  // A class that does not exist: JUnitCore reports one initializationError.
+  TestOutcome m = parse_junit(out("junit_missing_class.txt"), 1);
+  EXPECT_EQ(m.failed, 1);
+  EXPECT_EQ(m.failed_tests, (std::vector<std::string>{"org.junit.runner.JUnitCommandLineParseResult.initializationError"}));
+  EXPECT_FALSE(m.ok);
+  // javac failed before the runner: no summary, never a pass.
+  TestOutcome c = parse_junit("Foo.java:3: error: ';' expected\n1 error\n", 1);
+  EXPECT_FALSE(c.summary_found);
+  EXPECT_FALSE(c.ok);
+}
+
 TEST(DuelAdapters, MavenSummaryAndRcFallback) {
   TestOutcome f = parse_maven(out("maven_fail.txt"), 1);
   EXPECT_FALSE(f.ok);

@@ -43,13 +43,26 @@ TEST(DuelRepo, ParsesSourcesAndDefaults) {
   EXPECT_EQ(d.source_kind, SourceKind::debian);
   EXPECT_EQ(d.source, "cjson=1.7.15-1");
   EXPECT_NE(d.injected_test_command.find("{tests}"), std::string::npos);
+  RepoSpec n = parse_repo_spec("name: fe\nsource: npm:@fastify/error@4.3.0\nlanguage: javascript\n"
+                               "test_command: node --test\nadapter: tap\n", "n.yaml");
+  EXPECT_EQ(n.source_kind, SourceKind::npm);
+  EXPECT_EQ(n.source, "@fastify/error@4.3.0");
+  EXPECT_EQ(n.injected_test_command, "node --test --test-reporter=tap {tests}");
+  EXPECT_EQ(parse_repo_spec("name: m\nsource: npm:ms@2.1.3\nlanguage: javascript\ntest_command: t\nadapter: tap\n", "m.yaml").source,
+            "ms@2.1.3");
 }
 
 TEST(DuelRepo, ErrorsNameFileAndKey) {
   EXPECT_NE(expect_error("name: a\nsource: .\nlanguage: python\ntest_command: t\nadapter: pytest\nbogus: 1\n").find("r.yaml: unknown key 'bogus'"), std::string::npos);
   EXPECT_NE(expect_error("name: a\nsource: .\nlanguage: python\nadapter: pytest\n").find("missing required key 'test_command'"), std::string::npos);
-  EXPECT_NE(expect_error("name: a\nsource: .\nlanguage: python\ntest_command: t\nadapter: junit\n").find("unknown test adapter 'junit'"), std::string::npos);
+  EXPECT_NE(expect_error("name: a\nsource: .\nlanguage: python\ntest_command: t\nadapter: junit5\n").find("unknown test adapter 'junit5'"), std::string::npos);
   EXPECT_NE(expect_error("name: a\nsource: https://x/y.git\nlanguage: go\ntest_command: t\nadapter: go\ninjected_test_command: go test {tests}\n").find("needs 'commit'"), std::string::npos);
+  // npm sources pin an exact version: never a range, a tag or a bare name.
+  for (const char* src : {"npm:ms", "npm:ms@^2.1.3", "npm:ms@latest", "npm:@scope@1.0.0", "\"npm:\""})
+    EXPECT_NE(expect_error(std::string("name: a\nsource: ") + src + "\nlanguage: javascript\ntest_command: t\nadapter: tap\n")
+                  .find("expected npm:NAME@X.Y.Z"),
+              std::string::npos)
+        << src;
   EXPECT_NE(expect_error("name: a\nsource: .\nlanguage: rust\ntest_command: t\nadapter: c\n").find("{tests}"), std::string::npos);
 }
 

@@ -25,51 +25,19 @@
 #include "evaldual/task_bank.h"
 #include "evaldual/workspace_sandbox.h"
 #include "tests/evaldual/duel_test_util.h"
+#include "tests/evaldual/integration/arena_repo_util.h"
 
 namespace fs = std::filesystem;
 using namespace spade::evaldual;
-using spade::evaldual::testing::fixture;
-using spade::evaldual::testing::fresh_dir;
+using namespace spade::evaldual::testing;
 
 namespace {
 
 const std::string kAlice = "alice#replay";
 const std::string kBob = "bob#replay";
 
-std::string spec_file(const std::string& name) { return std::string(SPADE_SOURCE_DIR) + "/configs/duel/repos/" + name + ".yaml"; }
-
 // A scripted session command: the text of tests/evaldual/fixtures/duel_scripts/cjson/NAME.sh.
 std::string script(const std::string& name) { return spade::read_file(fixture("duel_scripts/cjson/" + name + ".sh")); }
-
-// The persistent work area: fetched sources and pristine copies survive between runs.
-std::string cache_dir() { return std::string(SPADE_TEST_TMP) + "/debian_repos"; }
-
-// setup_repo(), or the reason to skip: only a failure to fetch skips (setup_repo's "`apt-get source
-// ...` failed", or apt-get that cannot be started); a failing setup command or sandbox fails the test.
-std::optional<PreparedRepo> setup_or_reason(const std::string& name, std::string* skip_reason) {
-  try {
-    return setup_repo(load_repo_spec(spec_file(name)), cache_dir());
-  } catch (const spade::Error& e) {
-    std::string what = e.what();
-    bool fetch = what.find("`apt-get source ") != std::string::npos ||
-                 (what.find("apt-get") != std::string::npos && what.find("setup command") == std::string::npos);
-    if (!fetch) throw;
-    *skip_reason = "cannot fetch the Debian source package (run scripts/setup.sh for the deb-src entry): " + what;
-    return std::nullopt;
-  }
-}
-
-// The same without the sandbox: /bin/sh -c in `ws`, with the environment the sandbox sets
-// (evaldual/workspace_sandbox.cpp: --clearenv, then PATH, HOME, TMPDIR, LANG, USER, LOGNAME,
-// PYTHONDONTWRITEBYTECODE).
-ProcessResult bare_run(const std::string& command, const std::string& ws) {
-  ProcessOptions po;
-  po.cwd = ws;
-  po.timeout_s = 600;
-  return run_process({"env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8",
-                      "USER=root", "LOGNAME=root", "PYTHONDONTWRITEBYTECODE=1", "/bin/sh", "-c", command},
-                     po);
-}
 
 // The suite `runs` times in the sandbox over `ws_sb` and bare over `ws_bare`, interleaved (the machine's
 // load drifts), after one untimed warm-up run each. Mean wall-clock seconds; the last outcomes.
@@ -144,7 +112,7 @@ ScriptedAgent make_bob() {
 // python3-pytest 7.2.1 on toolz 0.12.0-1 printed "185 passed" (checked again below, bare, in this run).
 TEST(DuelDebian, ToolzSetupAndBaseline) {
   std::string why;
-  std::optional<PreparedRepo> repo = setup_or_reason("toolz", &why);
+  std::optional<PreparedRepo> repo = setup_or_skip_reason("toolz", &why);
   if (!repo) GTEST_SKIP() << why;
   EXPECT_EQ(repo->pin.rfind("debian:toolz=0.12.0-1:sha256:", 0), 0u) << repo->pin;
   EXPECT_TRUE(fs::exists(repo->pristine_dir + "/toolz/itertoolz.py"));
@@ -154,7 +122,7 @@ TEST(DuelDebian, ToolzSetupAndBaseline) {
   EXPECT_EQ(repo->baseline.failed, 0);
   EXPECT_TRUE(repo->pre_existing_failures.empty());
   // What setup recorded is what `spade duel` loads.
-  PreparedRepo loaded = load_prepared_repo(cache_dir(), "toolz");
+  PreparedRepo loaded = load_prepared_repo(arena_cache_dir(), "toolz");
   EXPECT_EQ(loaded.pin, repo->pin);
   EXPECT_EQ(loaded.baseline.passed, 185);
 
@@ -197,7 +165,7 @@ TEST(DuelDebian, ToolzSetupAndBaseline) {
 //     Alice 4, Bob 0: Alice wins.
 TEST(DuelDebian, CjsonFullMatch) {
   std::string why;
-  std::optional<PreparedRepo> repo = setup_or_reason("cjson", &why);
+  std::optional<PreparedRepo> repo = setup_or_skip_reason("cjson", &why);
   if (!repo) GTEST_SKIP() << why;
   EXPECT_EQ(repo->pin.rfind("debian:cjson=1.7.15-1+deb12u4:sha256:", 0), 0u) << repo->pin;
   ASSERT_TRUE(repo->baseline.ok) << repo->baseline.reason;
