@@ -184,6 +184,10 @@ CallResult EnvInstance::tool_use_report(const std::vector<int64_t>& seeds, std::
                  timeout_s.value_or(options_.call_timeout_s));
 }
 
+CallResult EnvInstance::tool_schemas(std::optional<double> timeout_s) {
+  return request(json{{"op", "tools"}}, "tool_schemas()", timeout_s.value_or(options_.call_timeout_s));
+}
+
 CallResult EnvInstance::fail(CallStatus status, const std::string& detail, bool kill_process) {
   if (kill_process && zygote_) zygote_->kill(pid_);
   if (kill_process || status == CallStatus::kExited || status == CallStatus::kSignal) {

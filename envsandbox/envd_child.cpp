@@ -104,6 +104,7 @@ class ChildServer {
         prelude_.helpers.attr("reseed_globals")(req.at("seed").get<int64_t>());
         return json{{"value", nullptr}};
       }
+      if (op == "tools") return value_reply(prelude_.helpers.attr("tool_schemas")(env_));
       if (op == "tool_report") {
         py::list seeds;
         for (const json& s : req.at("seeds")) seeds.append(s.get<int64_t>());

@@ -144,29 +144,44 @@ def tool_use_report(env, seeds):
                 row["criteria"].append("%s: %s" % (type(e).__name__, str(e)[:200]))
         out["seeds"].append(row)
         if seed == seeds[0] or not out["tools"]:
-            tools = getattr(env, "_tools", None)
-            problem = None
-            if type(tools) is not dict or not tools:
-                problem = "_tools is not a non-empty dict {name: {description, parameters}}"
-            else:
-                for name, spec in tools.items():
-                    if type(name) is not str or not name.isidentifier():
-                        problem = "tool name %r is not an identifier" % (name,)
-                    elif type(spec) is not dict:
-                        problem = "_tools[%r] is not a dict" % name
-                    elif type(spec.get("description")) is not str or not spec["description"].strip():
-                        problem = "_tools[%r] has no description string" % name
-                    elif type(spec.get("parameters")) is not dict or spec["parameters"].get("type") != "object":
-                        problem = "_tools[%r].parameters is not a JSON Schema object ({'type': 'object', ...})" % name
-                    else:
-                        problem = _schema_problem(spec["parameters"], "_tools[%r].parameters" % name)
-                    if problem is None and not callable(getattr(env, "tool_" + name, None)):
-                        problem = "no method tool_%s for tool %r" % (name, name)
-                    if problem:
-                        break
-                    out["tools"].append(name)
-            out["schema_problem"] = problem
+            out["tools"], out["schema_problem"] = _checked_tools(env)
     return out
+
+def _checked_tools(env):
+    """(names of env._tools in order, None) when every schema is well formed and has its tool_<name>
+    method; else (the names before the first bad one, the problem)."""
+    tools = getattr(env, "_tools", None)
+    names = []
+    if type(tools) is not dict or not tools:
+        return names, "_tools is not a non-empty dict {name: {description, parameters}}"
+    for name, spec in tools.items():
+        if type(name) is not str or not name.isidentifier():
+            problem = "tool name %r is not an identifier" % (name,)
+        elif type(spec) is not dict:
+            problem = "_tools[%r] is not a dict" % name
+        elif type(spec.get("description")) is not str or not spec["description"].strip():
+            problem = "_tools[%r] has no description string" % name
+        elif type(spec.get("parameters")) is not dict or spec["parameters"].get("type") != "object":
+            problem = "_tools[%r].parameters is not a JSON Schema object ({'type': 'object', ...})" % name
+        else:
+            problem = _schema_problem(spec["parameters"], "_tools[%r].parameters" % name)
+        if problem is None and not callable(getattr(env, "tool_" + name, None)):
+            problem = "no method tool_%s for tool %r" % (name, name)
+        if problem:
+            return names, problem
+        names.append(name)
+    return names, None
+
+def tool_schemas(env):
+    """The loaded environment's current tools as the JSON text of an OpenAI `tools` list
+    ([{"type": "function", "function": {"name", "description", "parameters"}}], in _tools order), what
+    the agent's chat template renders; raises ValueError naming the problem when a schema is malformed."""
+    names, problem = _checked_tools(env)
+    if problem:
+        raise ValueError(problem)
+    return json.dumps([{"type": "function", "function": {"name": n, "description": env._tools[n]["description"],
+                                                          "parameters": env._tools[n]["parameters"]}}
+                       for n in names], ensure_ascii=False)
 
 # The pre-injected tool-use base class (reference §7); injected as ToolUseEnv.
 class ToolUseEnv:

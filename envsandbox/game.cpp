@@ -125,6 +125,25 @@ GameStep Game::step(const std::string& action) {
   return s;
 }
 
+std::optional<nlohmann::ordered_json> Game::tools(std::string* reason, std::string* detail) {
+  CallResult r = instance_->tool_schemas(timeout_s_);
+  if (!r.ok()) {
+    set(reason, std::string(r.status == CallStatus::kException ? "tools_invalid" : call_status_name(r.status)));
+    set(detail, r.detail);
+    return std::nullopt;
+  }
+  nlohmann::ordered_json tools = r.value.is_str() && !r.value.cut()
+                                     ? nlohmann::ordered_json::parse(r.value.as_str(), nullptr, false)
+                                     : nlohmann::ordered_json();
+  if (!tools.is_array() || tools.empty()) {
+    set(reason, std::string("tools_invalid"));
+    set(detail, r.value.cut() ? "the tool schemas are longer than the observation cap (max_obs_chars)"
+                              : "tool_schemas() returned " + r.value.type_label() + " " + r.value.repr(80));
+    return std::nullopt;
+  }
+  return tools;
+}
+
 std::vector<std::string> Game::solution(std::string* reason, std::string* detail) {
   std::vector<std::string> actions;
   CallResult has = instance_->has("solution", timeout_s_);

@@ -5,6 +5,8 @@
 //
 // Thread-safety: like EnvInstance, one thread at a time per Game.
 #pragma once
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -78,6 +80,13 @@ class Game {
   /// response", -1.0, terminated); both with GameStep::refused naming why. A broken process ->
   /// terminated with failure set.
   GameStep step(const std::string& action);
+
+  /// A tool-use program's tools after reset(): an OpenAI `tools` array
+  /// ([{"type": "function", "function": {"name", "description", "parameters"}}], the order of its
+  /// _tools). nullopt with `*reason` "tools_invalid" (no _tools, or a malformed schema: `*detail` says
+  /// which) or a process-level reason.
+  /// Keys keep the program's order (ordered_json): chat templates render them as written.
+  std::optional<nlohmann::ordered_json> tools(std::string* reason = nullptr, std::string* detail = nullptr);
 
   /// The program's solution() as a list of actions. Empty with `*reason` = "no_solution" (absent),
   /// "solution_exception", "solution_bad_return" (not a list/tuple of str) or a process-level reason;

@@ -38,6 +38,7 @@
 //   {"op":"repair","source":S}                 -> {"value":S}
 //   {"op":"reseed","seed":N}                   -> {"value":null}     reseed random / numpy.random
 //   {"op":"tool_report","seeds":[N...]}        -> {"value":{...}}    tool-use facts (envd_prelude.cpp)
+//   {"op":"tools"}                             -> {"value":"[...]"}  the current tools, OpenAI JSON text
 //   Before the first reply a child sends {"op":"hello"} once (its SCM_CREDENTIALS give the host its pid).
 //   Failure replies: {"error":"exception"|"memory"|"protocol","stage":S,"type":S,"message":S,
 //                     "traceback":S,"line":N}. "stage" (load only): "compile", "exec", "find", "init".

@@ -297,6 +297,10 @@ class EnvInstance {
   ///  "tools": [str...], "schema_problem": str | None}, built from the program's objects by trusted
   /// helper code; still untrusted input (check types).
   CallResult tool_use_report(const std::vector<int64_t>& seeds, std::optional<double> timeout_s = {});
+  /// The loaded tool-use program's current tools (after its reset): ok: value is a str, the JSON text
+  /// of an OpenAI `tools` list in _tools order, written by trusted helper code from the program's
+  /// schemas (checked as tool_use_report checks them); kException naming the problem otherwise.
+  CallResult tool_schemas(std::optional<double> timeout_s = {});
 
   /// max_turns passed to the constructor by load(); nullopt if it takes no max_turns (or not loaded).
   std::optional<int64_t> max_turns() const { return max_turns_; }

@@ -122,6 +122,33 @@ std::string qwen_tools_system(const std::optional<std::string>& system, const st
   return out;
 }
 
+std::vector<ChatMessage> tool_use_opening(ChatFormat format, const std::string& system, const std::string& user,
+                                          const std::vector<nlohmann::ordered_json>& tools) {
+  switch (format) {
+    case ChatFormat::kChatML:
+    case ChatFormat::kQwen2:
+      return {{"system", qwen_tools_system(system, tools)}, {"user", user}};
+    case ChatFormat::kLlama3: {
+      std::string first = "Given the following functions, please respond with a JSON for a function call with its "
+                          "proper arguments that best answers the given prompt.\n\nRespond in the format {\"name\": "
+                          "function name, \"parameters\": dictionary of argument name and its value}.Do not use "
+                          "variables.\n\n";
+      for (const auto& t : tools) first += t.dump(4) + "\n\n";
+      return {{"system", "Environment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n" +
+                             template_trim(system)},
+              {"user", first + template_trim(user)}};
+    }
+    case ChatFormat::kLlama2:
+    case ChatFormat::kMistral:
+      break;
+  }
+  throw Error(std::string("the ") + chat_format_name(format) +
+              " chat format has no tool calling (its template renders no tools): tool-use environments need a "
+              "checkpoint whose chat template does (ChatML / Qwen2.5 / Qwen3, or Llama 3.1)");
+}
+
+std::string tool_result_role(ChatFormat format) { return format == ChatFormat::kLlama3 ? "ipython" : "tool"; }
+
 std::string qwen_assistant_content(const std::string& content, const std::vector<ToolCall>& calls) {
   std::string out = content;
   for (size_t k = 0; k < calls.size(); ++k) {

@@ -122,6 +122,24 @@ std::string template_trim(const std::string& s);
 /// <tools></tools>, then the <tool_call> instructions), as render_chat writes it.
 std::string qwen_tools_system(const std::optional<std::string>& system, const std::vector<nlohmann::ordered_json>& tools);
 
+/// The opening of an agent conversation whose tools are `tools` (OpenAI `tools` entries), as the format's
+/// published chat template renders a system message, a first user message and `tools`:
+///   kChatML / kQwen2: {system: qwen_tools_system(system, tools)}, {user: user};
+///   kLlama3: Llama 3.1 Instruct's template (tools_in_user_message, its default; date_string its
+///     default "26 Jul 2024"): {system: "Environment: ipython\nCutting Knowledge Date: December
+///     2023\nToday Date: 26 Jul 2024\n\n" + trim(system)}, {user: "Given the following functions,
+///     please respond with a JSON for a function call with its proper arguments that best answers the
+///     given prompt.\n\nRespond in the format {"name": function name, "parameters": dictionary of
+///     argument name and its value}.Do not use variables.\n\n" + per tool its JSON with indent 4 +
+///     "\n\n", then trim(user)}.
+/// Throws spade::Error naming the format for kLlama2 / kMistral (their templates have no tools).
+std::vector<ChatMessage> tool_use_opening(ChatFormat format, const std::string& system, const std::string& user,
+                                          const std::vector<nlohmann::ordered_json>& tools);
+
+/// The role a tool's result takes in `format`'s conversation: "ipython" for kLlama3 (Llama 3.1's tool
+/// results: <|start_header_id|>ipython<|end_header_id|>), "tool" otherwise (Qwen's <tool_response>).
+std::string tool_result_role(ChatFormat format);
+
 /// Qwen2.5/Qwen3 templates: an assistant message's text with its tool calls, as render_chat writes it:
 /// `content`, then per call ("\n" before it unless it opens an empty content)
 /// "<tool_call>\n{"name": .., "arguments": ..}\n</tool_call>" (arguments as Jinja's tojson).

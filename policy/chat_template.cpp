@@ -236,6 +236,35 @@ std::vector<int64_t> ChatTemplate::ids_for_turn(const std::string& role, const s
   return out;
 }
 
+std::vector<int64_t> ChatTemplate::ids_for_tool_results(const std::vector<std::string>& results) const {
+  if (results.empty()) throw spade::Error("ChatTemplate::ids_for_tool_results: no results");
+  std::vector<int64_t> out;
+  switch (format_) {
+    case ChatFormat::kChatML:
+    case ChatFormat::kQwen2: {
+      std::string grouped = qwen_tool_response(results[0]);
+      for (size_t i = 1; i < results.size(); ++i) grouped += "\n" + qwen_tool_response(results[i]);
+      add_text(out, "\n");  // closes the assistant turn that ended with <|im_end|>
+      out.push_back(start_);
+      add_text(out, "user");
+      add_text(out, "\n");
+      add_text(out, grouped);  // one piece, as render() encodes a group (header comment)
+      out.push_back(end_);
+      add_text(out, "\n");
+      break;
+    }
+    case ChatFormat::kLlama3:
+      for (const std::string& r : results) append_message(out, tool_result_role(format_), r);
+      break;
+    case ChatFormat::kLlama2:
+    case ChatFormat::kMistral:
+      throw spade::Error(std::string("ChatTemplate::ids_for_tool_results: the ") + chat_format_name(format_) +
+                         " chat format has no tool results (its template renders no tools)");
+  }
+  add(out, generation_prompt_ids());
+  return out;
+}
+
 std::vector<int64_t> ChatTemplate::generation_prompt_ids() const {
   std::vector<int64_t> out;
   switch (format_) {

@@ -121,6 +121,14 @@ class ChatTemplate {
   std::vector<int64_t> ids_for_turn(const std::string& role, const std::string& text) const;
   std::vector<int64_t> ids_for_user_turn(const std::string& text) const { return ids_for_turn("user", text); }
 
+  /// Ids to append after an assistant turn that called tools (ended with eos_id()): the results of its
+  /// calls, in order, as the format's template renders tool messages, then the next assistant turn's
+  /// opening. ChatML / Qwen2: one user turn whose content is the results' <tool_response> blocks joined
+  /// by "\n" (Qwen groups consecutive tool messages); Llama 3: one "ipython" turn per result (Llama 3.1;
+  /// its content trimmed as every Llama 3 turn here). Throws spade::Error for an empty list, and for
+  /// Llama 2 / Mistral (no tool results in their templates), naming the format.
+  std::vector<int64_t> ids_for_tool_results(const std::vector<std::string>& results) const;
+
   /// Ids that open an assistant turn (formats above; empty for Llama 2 / Mistral).
   std::vector<int64_t> generation_prompt_ids() const;
   /// {eos_id()}: closes an assistant turn that was cut by the token limit.

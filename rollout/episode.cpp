@@ -52,9 +52,18 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
     }
     r.first_observation = *obs;
     r.sample.temperature = logprob_temperature;
-    r.sample.append_context(policy.chat.render(
-        {{"system", agent_system_prompt()}, {"user", agent_first_turn(*obs, spec.hint)}},
-        /*add_generation_prompt=*/true));
+    std::vector<policy::ChatMessage> opening = {{"system", agent_system_prompt()}, {"user", agent_first_turn(*obs, spec.hint)}};
+    if (spec.tool_use) {
+      std::optional<nlohmann::ordered_json> tools = game->tools(&reason);
+      if (!tools) {
+        r.failure = reason;
+        continue;
+      }
+      const std::vector<nlohmann::ordered_json> schemas(tools->begin(), tools->end());
+      opening = policy::tool_use_opening(policy.chat.format(), agent_tool_system_prompt(),
+                                         agent_tool_first_turn(*obs, spec.hint), schemas);
+    }
+    r.sample.append_context(policy.chat.render(opening, /*add_generation_prompt=*/true));
     live.push_back({i, std::move(game), session.add_sequence(r.sample.tokens), std::chrono::steady_clock::now()});
   }
   auto finish = [&](LiveEpisode& e) { session.release(e.seq); };
@@ -108,9 +117,28 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
     }
     std::vector<int64_t> text_ids(out.tokens.begin(), out.tokens.end() - 1);  // drop EOS
     const std::string response = policy.tokenizer.decode(text_ids);
-    const std::string action = parse_action(response);
-    r.actions.push_back(action);
-    envsandbox::GameStep step = e.game->step(action);
+    // The step(s) of this turn: a tool-use turn steps each of its calls in order (their results are
+    // `tool_results`), stopping at the first that ends the episode; any other turn steps one action.
+    std::vector<std::string> tool_results;
+    envsandbox::GameStep step;
+    const std::vector<ToolCall> calls = !specs[e.index].tool_use ? std::vector<ToolCall>{}
+                                        : policy.chat.format() == policy::ChatFormat::kLlama3 ? parse_llama3_tool_call(response)
+                                                                                              : parse_tool_calls(response);
+    if (calls.empty()) {
+      const std::string action = specs[e.index].tool_use ? response : parse_action(response);
+      r.actions.push_back(action);
+      step = e.game->step(action);
+    } else {
+      for (const ToolCall& call : calls) {
+        const std::string action = tool_call_action(call);
+        r.actions.push_back(action);
+        ++r.tool_calls;
+        r.malformed_tool_calls += call.ok() ? 0 : 1;
+        step = e.game->step(action);
+        if (step.terminated || step.truncated || step.broken()) break;
+        tool_results.push_back(step.obs);
+      }
+    }
     r.process = step.failure;
     if (step.broken()) r.failure = envsandbox::call_status_name(step.failure);
     else if (!step.refused.empty()) r.failure = step.refused;  // e.g. reward_not_finite; reward -1 below
@@ -127,7 +155,9 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
     // template's end of turn, so the history stays in the chat format (the sampled id is kept).
     std::vector<int64_t> obs_ids;
     if (out.tokens.back() != policy.chat.eos_id()) obs_ids = policy.chat.close_turn_ids();
-    const std::vector<int64_t> turn_ids = policy.chat.ids_for_turn(has_tool_call(response) ? "tool" : "user", step.obs);
+    const std::vector<int64_t> turn_ids =
+        !tool_results.empty() ? policy.chat.ids_for_tool_results(tool_results)
+                              : policy.chat.ids_for_turn(has_tool_call(response) ? "tool" : "user", step.obs);
     obs_ids.insert(obs_ids.end(), turn_ids.begin(), turn_ids.end());
     r.sample.append_context(obs_ids);
     session.append(e.seq, obs_ids);

@@ -31,6 +31,12 @@ struct EpisodeSpec {
   std::string source;              // the environment program
   std::optional<int64_t> seed;     // reset seed (nullopt: the environment's default)
   std::string hint;                // "" for a no-hint play
+  /// A tool-use program (a ToolUseEnv, reference §7): the agent sees its tools through the chat
+  /// template (policy::tool_use_opening), every tool call of a turn is parsed here (Qwen JSON / XML
+  /// <tool_call> blocks; Llama 3.1's JSON object) and stepped in order, and the results come back as
+  /// one tool turn (ChatTemplate::ids_for_tool_results). A reply without a call (an <answer>, or text
+  /// the base class answers with its format penalty) is stepped as it is.
+  bool tool_use = false;
 };
 
 struct EpisodeResult {
@@ -52,6 +58,8 @@ struct EpisodeResult {
   /// and a refused step answer).
   envsandbox::CallStatus process = envsandbox::CallStatus::kOk;
   std::vector<std::string> actions;  // parsed actions sent to step(), for logs
+  int tool_calls = 0;                // tool-use episodes: calls stepped (well-formed or not)
+  int malformed_tool_calls = 0;      // of which the parser could not read (the base class's format penalty)
   /// The observation reset() returned, without the hint ("" when load or reset failed); the
   /// trainer's designer/formula_in_first_obs reads it (trainer/generation_stats.h).
   std::string first_observation;
@@ -76,7 +84,9 @@ struct EpisodeOptions {
 };
 
 /// Plays every spec once. Environments that fail to load or reset produce a result with
-/// `failure` set and an empty sample. Reference §3 rules: a response without EOS ends the episode
+/// `failure` set and an empty sample (a tool-use program whose tools cannot be read: "tools_invalid").
+/// Throws spade::Error when a tool-use spec meets a chat format without tool calling (Llama 2,
+/// Mistral), naming the format. Reference §3 rules: a response without EOS ends the episode
 /// as truncated without stepping; full context ends it; turn limit ends it as truncated.
 /// `seed` makes sampling reproducible: turn k of specs[i] draws from the stream
 /// sampling_stream(seed + k * 1000003, i) (rollout/sampler.h), so an episode samples the same tokens

@@ -16,6 +16,18 @@ const std::vector<Skill>& game_skills() {
   return skills;
 }
 
+const std::vector<Skill>& tooluse_skills() {
+  static const std::vector<Skill> skills = {
+      {"api_orchestration", "API Orchestration", "chaining several API calls, each using what the last returned"},
+      {"data_retrieval", "Data Retrieval", "finding the records a request needs by searching and reading"},
+      {"state_modification", "State Modification", "changing a system's state exactly as asked"},
+      {"error_recovery", "Error Recovery", "noticing failed or refused calls and recovering from them"},
+      {"tool_selection", "Tool Selection", "picking the right tool among similar ones, or none"},
+      {"multi_step_workflows", "Multi-Step Workflows", "carrying a request through many dependent steps"},
+  };
+  return skills;
+}
+
 const Skill& find_skill(const std::string& key) {
   std::string valid;
   for (const Skill& s : game_skills()) {
@@ -72,6 +84,16 @@ std::string hint_user_prompt(const std::string& code) {
   return "Here is the source code of a game:\n```python\n" + code +
          "\n```\nWrite one short hint for a player who cannot see the code: the key insight or "
          "strategy and the expected answer format. Do not reveal the exact answer.";
+}
+
+std::string agent_tool_system_prompt() {
+  return "You are the Reasoning Agent. You carry out the user's requests by calling the tools you are given, "
+         "one request at a time. When every request is done, reply <answer>done</answer>. When a request cannot "
+         "be served by any of the tools, decline it inside <answer></answer>.";
+}
+
+std::string agent_tool_first_turn(const std::string& observation, const std::string& hint) {
+  return hint.empty() ? observation : observation + "\n\nPLAN (a hint): " + hint;
 }
 
 std::string agent_first_turn(const std::string& observation, const std::string& hint) {

@@ -18,7 +18,12 @@ struct Skill {
 /// Reasoning, Pattern Recognition, Optimization, Causal Inference.
 const std::vector<Skill>& game_skills();
 
-/// Finds a skill by slug or display name; throws spade::Error listing the valid names.
+/// The six tool-use skills in the paper's order (SPADE §5.2; reference §7): API Orchestration, Data
+/// Retrieval, State Modification, Error Recovery, Tool Selection, Multi-Step Workflows. Their slugs
+/// name the folders of data/tooluse_seed_envs and data/tooluse_heldout_envs.
+const std::vector<Skill>& tooluse_skills();
+
+/// Finds a game skill by slug or display name; throws spade::Error listing the valid names.
 const Skill& find_skill(const std::string& slug_or_name);
 /// The index in game_skills() of find_skill(slug_or_name); throws as find_skill.
 int skill_index(const std::string& slug_or_name);
@@ -32,6 +37,12 @@ std::vector<int> active_skills(int64_t t, int k, int count, const std::vector<in
 /// System prompts of the two roles.
 std::string designer_system_prompt();
 std::string agent_system_prompt();
+/// The agent's system prompt in a tool-use episode: call the given tools; <answer>done</answer> when
+/// every request is done; a request no tool can serve is declined inside <answer> (reference §7).
+std::string agent_tool_system_prompt();
+/// The first user turn of a tool-use episode: the environment's first message (its first instruction),
+/// then "\n\nPLAN (a hint): " + hint when hinted (the designer's value-free plan).
+std::string agent_tool_first_turn(const std::string& observation, const std::string& hint);
 
 /// An environment from memory shown to the designer (reference §6).
 struct ReferenceEnv {

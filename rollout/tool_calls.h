@@ -33,6 +33,7 @@ struct ToolCall {
   std::string name;             // function name; "" when the block could not be parsed
   nlohmann::json arguments;     // a JSON object ({} when the call has none)
   std::string error;            // "" when parsed; else what is wrong with the block
+  std::string raw;              // the block's text between the tags (Llama 3: the JSON text), trimmed
   bool ok() const { return error.empty(); }
 };
 
@@ -41,6 +42,20 @@ struct ToolCall {
 /// that are neither form, or whose JSON is malformed, are returned with `error` set (e.g. "invalid JSON
 /// at byte 12: ..."), so the caller can count format errors. Never throws.
 std::vector<ToolCall> parse_tool_calls(std::string_view response);
+
+/// Llama 3.1's JSON tool call (its chat template's instructions: 'Respond in the format {"name":
+/// function name, "parameters": dictionary of argument name and its value}'): the response after the
+/// last </think>, without an optional leading "<|python_tag|>" and surrounding whitespace, is one JSON
+/// object with a string "name" and "parameters" (or "arguments"; an object, or a JSON-encoded object).
+/// Empty when that text does not start with '{' (a plain reply or an answer); one call with `error`
+/// set when it starts with '{' but is not such an object. Never throws.
+std::vector<ToolCall> parse_llama3_tool_call(std::string_view response);
+
+/// The text the environment's base class (ToolUseEnv.step) reads for `call`: when parsed,
+/// "<tool_call>{"arguments": {...}, "name": NAME}</tool_call>" (compact JSON, whichever form the model
+/// used); when malformed, "<tool_call>" + call.raw + "</tool_call>", which the base class answers with
+/// its format error and penalty.
+std::string tool_call_action(const ToolCall& call);
 
 /// True when `response` (after the last </think>) contains a "<tool_call>" tag.
 bool has_tool_call(std::string_view response);

@@ -19,7 +19,14 @@ std::vector<SeedEnv> load_seed_envs(const std::string& dir) {
   for (auto& skill_dir : fs::directory_iterator(dir)) {
     if (!skill_dir.is_directory()) continue;
     const std::string skill = skill_dir.path().filename().string();
-    rollout::find_skill(skill);  // throws with the valid names
+    bool known = false;
+    std::string valid;
+    for (const auto* list : {&rollout::game_skills(), &rollout::tooluse_skills()})
+      for (const rollout::Skill& s : *list) {
+        known = known || s.slug == skill;
+        valid += (valid.empty() ? "" : ", ") + s.slug;
+      }
+    if (!known) throw Error(skill_dir.path().string() + ": '" + skill + "' is not a skill (valid: " + valid + ")");
     for (auto& f : fs::directory_iterator(skill_dir.path())) {
       if (f.path().extension() != ".py") continue;
       fs::path hint_path = f.path();

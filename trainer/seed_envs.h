@@ -1,5 +1,5 @@
-// The hand-written seed environments (data/seed_envs/<skill>/<name>.py): cold-start data and
-// test fixtures. Each follows the games contract and has solution() (docs/design.md, Contracts).
+// The hand-written seed environments (data/seed_envs/<skill>/<name>.py, and the tool-use ones in
+// data/tooluse_seed_envs): cold-start data and test fixtures. Each follows the games contract and has solution() (docs/design.md, Contracts).
 #pragma once
 #include <string>
 #include <vector>
@@ -7,7 +7,7 @@
 namespace spade::trainer {
 
 struct SeedEnv {
-  std::string skill;  // skill slug (folder name), one of rollout::game_skills()
+  std::string skill;  // skill slug (folder name), one of rollout::game_skills() or rollout::tooluse_skills()
   std::string name;   // file stem
   std::string path;
   std::string code;
@@ -15,7 +15,8 @@ struct SeedEnv {
 };
 
 /// Loads every <skill>/<name>.py (and its optional <name>.hint.txt) under `dir`, sorted by path. Throws spade::Error if `dir` is
-/// missing, a folder is not a known skill slug, or no environment is found.
+/// missing, a folder is not a game or tool-use skill slug (naming the folder and the valid slugs), or no
+/// environment is found.
 std::vector<SeedEnv> load_seed_envs(const std::string& dir);
 
 }  // namespace spade::trainer

@@ -278,3 +278,68 @@ TEST(ChatTemplate, ForCheckpointDetectsTheFormat) {
   e = error_of([&] { ChatTemplate::detect_format(d, t5); });
   EXPECT_NE(e.find("tokenizer_config.json"), std::string::npos) << e;
 }
+
+// Issue 21: the results of one turn's tool calls. ChatML: the ids render() gives the same conversation
+// (Qwen groups consecutive tool messages into one user turn); Llama 3: Llama 3.1's ipython turns,
+// written by hand from its template ("<|start_header_id|>ipython<|end_header_id|>\n\n" + content +
+// "<|eot_id|>"); Llama 2 / Mistral have none.
+TEST(ChatTemplate, ToolResultsOfOneTurn) {
+  Tokenizer cm = tiny_tokenizer("tool_results_chatml", spade::fixtures::kChatMLSpecials);
+  ChatTemplate chatml(cm, ChatFormat::kChatML);
+  std::vector<ChatMessage> head = {{"user", "Weather?"}, {"assistant", "<tool_call>x</tool_call>"}};
+  std::vector<ChatMessage> full = head;
+  full.push_back({"tool", "sunny"});
+  full.push_back({"tool", "20C"});
+  Ids ids = chatml.render(head, false);
+  ids.pop_back();  // render(head) ends the assistant turn with "<|im_end|>\n"; the sampled turn ends at <|im_end|>
+  append(ids, chatml.ids_for_tool_results({"sunny", "20C"}));
+  EXPECT_EQ(ids, chatml.render(full, true));
+  EXPECT_EQ(chatml.ids_for_tool_results({"sunny"}), chatml.ids_for_turn("tool", "sunny"));
+  EXPECT_THROW(chatml.ids_for_tool_results({}), spade::Error);
+
+  Tokenizer l3 = tiny_tokenizer("tool_results_llama3", spade::fixtures::kLlama3Specials);
+  ChatTemplate llama3(l3, ChatFormat::kLlama3);
+  EXPECT_EQ(l3.decode(llama3.ids_for_tool_results({"sunny", "20C"})),
+            "<|start_header_id|>ipython<|end_header_id|>\n\nsunny<|eot_id|>"
+            "<|start_header_id|>ipython<|end_header_id|>\n\n20C<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  for (ChatFormat f : {ChatFormat::kLlama2, ChatFormat::kMistral}) {
+    Tokenizer tok = tiny_tokenizer(std::string("tool_results_") + chat_format_name(f), specials_of(f));
+    ChatTemplate chat(tok, f);
+    EXPECT_NE(error_of([&] { chat.ids_for_tool_results({"sunny"}); }).find(chat_format_name(f)), std::string::npos);
+  }
+}
+
+// Issue 21: Llama 3.1 Instruct's opening with tools, written out by hand from Meta's published template
+// (tokenizer_config.json chat_template of Llama-3.1-8B-Instruct, defaults tools_in_user_message = true
+// and date_string = "26 Jul 2024"): the system header, "Environment: ipython\n", the two date lines, the
+// trimmed system message, <|eot_id|>; then the user turn with the tool instructions (no space before
+// "Do not use variables."), each tool as `tojson(indent=4)` + "\n\n", then the trimmed first message.
+TEST(ChatTemplate, Llama31ToolOpeningByHand) {
+  Tokenizer l3 = tiny_tokenizer("tool_opening_llama3", spade::fixtures::kLlama3Specials);
+  ChatTemplate llama3(l3, ChatFormat::kLlama3);
+  std::vector<nlohmann::ordered_json> tools = {nlohmann::ordered_json::parse(
+      R"({"type": "function", "function": {"name": "get_weather", "description": "Weather of a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}})")};
+  const std::string expected =
+      "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+      "Environment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"
+      "Be brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n"
+      "Given the following functions, please respond with a JSON for a function call with its proper arguments "
+      "that best answers the given prompt.\n\nRespond in the format {\"name\": function name, \"parameters\": "
+      "dictionary of argument name and its value}.Do not use variables.\n\n"
+      "{\n    \"type\": \"function\",\n    \"function\": {\n        \"name\": \"get_weather\",\n"
+      "        \"description\": \"Weather of a city.\",\n        \"parameters\": {\n            \"type\": \"object\",\n"
+      "            \"properties\": {\n                \"city\": {\n                    \"type\": \"string\"\n"
+      "                }\n            },\n            \"required\": [\n                \"city\"\n            ]\n"
+      "        }\n    }\n}\n\nWeather in Paris?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n";
+  EXPECT_EQ(l3.decode(llama3.render(tool_use_opening(ChatFormat::kLlama3, " Be brief. ", "Weather in Paris?\n", tools), true)),
+            expected);
+  // ChatML / Qwen: the system turn carries qwen_tools_system (checked against the real Qwen3 and
+  // Qwen2.5 templates in test_real_tokenizers.cpp).
+  const std::vector<ChatMessage> qwen = tool_use_opening(ChatFormat::kChatML, "Be brief.", "Hi", tools);
+  ASSERT_EQ(qwen.size(), 2u);
+  EXPECT_EQ(qwen[0].content, qwen_tools_system(std::string("Be brief."), tools));
+  EXPECT_EQ(qwen[1].content, "Hi");
+  EXPECT_EQ(tool_result_role(ChatFormat::kLlama3), "ipython");
+  EXPECT_EQ(tool_result_role(ChatFormat::kQwen2), "tool");
+}

@@ -74,3 +74,31 @@ TEST(ToolCalls, MalformedBlocksCarryAnError) {
   EXPECT_NE(calls[4].error.find("</parameter>"), std::string::npos);
   EXPECT_TRUE(parse_tool_calls("no calls here").empty());
 }
+
+// Issue 21: Llama 3.1's JSON tool call (its template: 'Respond in the format {"name": function name,
+// "parameters": dictionary of argument name and its value}').
+TEST(ToolCalls, Llama3JsonObjectForm) {
+  auto c = parse_llama3_tool_call("  {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}\n");
+  ASSERT_EQ(c.size(), 1u);
+  ASSERT_TRUE(c[0].ok()) << c[0].error;
+  EXPECT_EQ(c[0].name, "get_weather");
+  EXPECT_EQ(c[0].arguments, json({{"city", "Paris"}}));
+  auto tagged = parse_llama3_tool_call("<|python_tag|>{\"name\": \"f\", \"arguments\": {}}");
+  ASSERT_EQ(tagged.size(), 1u);
+  EXPECT_TRUE(tagged[0].ok());
+  EXPECT_TRUE(parse_llama3_tool_call("The answer is <answer>done</answer>").empty());
+  EXPECT_TRUE(parse_llama3_tool_call("<think>{\"name\": \"x\"}</think>plain text").empty());
+  auto bad = parse_llama3_tool_call("{\"name\": \"f\", \"parameters\": {");
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_FALSE(bad[0].ok());
+  EXPECT_EQ(bad[0].raw, "{\"name\": \"f\", \"parameters\": {");
+}
+
+// What the environment's base class receives: the canonical call, or a malformed block as written.
+TEST(ToolCalls, ActionsForTheEnvironment) {
+  auto calls = parse_tool_calls("<tool_call>\n<function=add>\n<parameter=n>\n5\n</parameter>\n</function>\n</tool_call>"
+                                "<tool_call>\n{\"name\": \"add\", \"arguments\": {\n</tool_call>");
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(tool_call_action(calls[0]), "<tool_call>{\"arguments\":{\"n\":5},\"name\":\"add\"}</tool_call>");
+  EXPECT_EQ(tool_call_action(calls[1]), "<tool_call>{\"name\": \"add\", \"arguments\": {</tool_call>");
+}
