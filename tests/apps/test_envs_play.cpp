@@ -98,3 +98,46 @@ TEST(EnvsPlay, ProgramTextReachesTheTerminalEscaped) {
   EXPECT_TRUE(has(r.out, "row1\n\trow2\\x1b]0;pwned\\x07\n")) << r.out;
   EXPECT_TRUE(has(r.out, "\\x1b[2K\\rheard one\\u009b\n  [turn 1")) << r.out;
 }
+
+// --tool-use (issue 21): the tools are listed after the reset and by :tools; `NAME {json}` / `NAME`
+// call a tool as the agent's call would be sent; a line that is neither is refused and not sent; a
+// line starting with '<' goes as typed. Expected replies by hand from the program and the base class
+// (envsandbox/envd_prelude.cpp ToolUseEnv.step): add -> "ok"; read -> "15" and, the one instruction now
+// met, "[user] All steps are done. Answer <answer>done</answer>."; then <answer>done</answer> wins.
+TEST(EnvsPlay, ToolUseCallsToolsByName) {
+  const char* kCounter = R"PY(class CounterEnv(ToolUseEnv):
+    def reset(self, seed=None):
+        self.turn = 0
+        self._state = {"count": 10, "read": False}
+        self._tools = {
+            "add": {"description": "Add n to the counter.",
+                    "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}},
+            "read": {"description": "Read the counter.", "parameters": {"type": "object", "properties": {}}},
+        }
+        self._user_messages = ["Add 5, then read the counter."]
+        self._message_criteria = [lambda s: s["count"] == 15 and s["read"]]
+        self._current_msg = 0
+        return "[user] " + self._user_messages[0], {}
+
+    def tool_add(self, n):
+        self._state["count"] += n
+        return "ok"
+
+    def tool_read(self):
+        self._state["read"] = True
+        return str(self._state["count"])
+)PY";
+  const std::string game = spade::fixtures::fresh_test_dir("envs_play", "tool_use") + "/counter.py";
+  spade::write_file_atomic(game, kCounter);
+  const auto r = play(game, "add {\"n\": 5}\\nadd [5]\\n:tools\\nread\\n<answer>done</answer>\\n", "--tool-use");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(count(r.out, "  add(n: integer) -- Add n to the counter."), 2u) << r.out;  // after reset, and :tools
+  EXPECT_EQ(count(r.out, "  read() -- Read the counter."), 2u) << r.out;
+  EXPECT_TRUE(has(r.out, "ok\n  [turn 1  reward +0.000")) << r.out;
+  EXPECT_TRUE(has(r.out, "error: type NAME or NAME {")) << r.out;  // "add [5]": not a JSON object, not sent
+  EXPECT_TRUE(has(r.out, "15\n\n[user] All steps are done. Answer <answer>done</answer>.\n  [turn 2  reward +0.000")) << r.out;
+  EXPECT_TRUE(has(r.out, "Correct.\n  [turn 3  reward +1.000  total +1.000  terminated]")) << r.out;
+  // Without --tool-use the same lines reach the game as typed (its base class answers a format error).
+  const auto plain = play(game, "add {\"n\": 5}\\n");
+  EXPECT_TRUE(has(plain.out, "Format error")) << plain.out;
+}
