@@ -13,6 +13,30 @@
 
 using namespace spade;
 
+namespace {
+
+// From reset seeds 0..4, env's solution() wins: terminated with reward 1.0. Each action is sent as
+// \boxed{action} (games) or as written (tool use: whole agent responses).
+void expect_solution_wins(envsandbox::EnvServer& server, const trainer::SeedEnv& env, bool box) {
+  for (int seed = 0; seed < 5; ++seed) {
+    std::string reason;
+    auto game = envsandbox::Game::open(server, env.code, 25, &reason);
+    ASSERT_TRUE(game) << env.path << ": " << reason;
+    ASSERT_TRUE(game->reset(seed, &reason)) << env.path << ": " << reason;
+    std::vector<std::string> actions = game->solution(&reason);
+    ASSERT_FALSE(actions.empty()) << env.path << ": " << reason;
+    envsandbox::GameStep step;
+    for (const std::string& a : actions) {
+      step = game->step(box ? "\\boxed{" + a + "}" : a);
+      if (step.terminated || step.truncated) break;
+    }
+    EXPECT_TRUE(step.terminated) << env.path << " seed " << seed;
+    EXPECT_EQ(step.reward, 1.0) << env.path << " seed " << seed;
+  }
+}
+
+}  // namespace
+
 TEST(SeedEnvs, CoverAllSkillsAndPassGatesAndSolutionsWin) {
   const auto seeds = trainer::load_seed_envs(std::string(SPADE_SOURCE_DIR) + "/data/seed_envs");
   ASSERT_GE(seeds.size(), 30u);
@@ -28,21 +52,7 @@ TEST(SeedEnvs, CoverAllSkillsAndPassGatesAndSolutionsWin) {
     ASSERT_FALSE(report.gates.empty()) << env.path;
     EXPECT_EQ(report.gates.back().gate, "solution_wins") << env.path;
     EXPECT_EQ(report.gates.back().verdict, "pass") << env.path << ": " << report.gates.back().detail;
-    for (int seed = 0; seed < 5; ++seed) {
-      std::string reason;
-      auto game = envsandbox::Game::open(server, env.code, 25, &reason);
-      ASSERT_TRUE(game) << env.path << ": " << reason;
-      ASSERT_TRUE(game->reset(seed, &reason)) << env.path << ": " << reason;
-      std::vector<std::string> actions = game->solution(&reason);
-      ASSERT_FALSE(actions.empty()) << env.path << ": " << reason;
-      envsandbox::GameStep step;
-      for (const std::string& a : actions) {
-        step = game->step("\\boxed{" + a + "}");
-        if (step.terminated || step.truncated) break;
-      }
-      EXPECT_TRUE(step.terminated) << env.path << " seed " << seed;
-      EXPECT_EQ(step.reward, 1.0) << env.path << " seed " << seed;
-    }
+    expect_solution_wins(server, env, /*box=*/true);
   }
 }
 
@@ -66,21 +76,7 @@ TEST(SeedEnvs, ToolUseSeedsAndHeldOutPassEveryGateAndSolutionsWin) {
     for (const auto& env : envs) {
       envsandbox::ValidationReport report = envsandbox::validate_game(server, env.code, vo);
       EXPECT_TRUE(report.admitted) << env.path << ": " << report.reason << " " << report.detail;
-      for (int seed = 0; seed < 5; ++seed) {
-        std::string reason;
-        auto game = envsandbox::Game::open(server, env.code, 25, &reason);
-        ASSERT_TRUE(game) << env.path << ": " << reason;
-        ASSERT_TRUE(game->reset(seed, &reason)) << env.path << ": " << reason;
-        std::vector<std::string> actions = game->solution(&reason);
-        ASSERT_FALSE(actions.empty()) << env.path << ": " << reason;
-        envsandbox::GameStep step;
-        for (const std::string& a : actions) {
-          step = game->step(a);
-          if (step.terminated || step.truncated) break;
-        }
-        EXPECT_TRUE(step.terminated) << env.path << " seed " << seed;
-        EXPECT_EQ(step.reward, 1.0) << env.path << " seed " << seed;
-      }
+      expect_solution_wins(server, env, /*box=*/false);
     }
   }
 }

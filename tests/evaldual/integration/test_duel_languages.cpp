@@ -43,6 +43,19 @@ std::string script(const std::string& repo, const std::string& name) {
   return spade::read_file(fixture("duel_scripts/" + repo + "/" + name));
 }
 
+// What setup recorded, and what `spade duel` loads back: the pin, a passing baseline of `passed` tests
+// parsed by `adapter`, no pre-existing failures.
+void expect_baseline(const PreparedRepo& repo, const std::string& pin_prefix, const std::string& adapter, int passed) {
+  EXPECT_EQ(repo.pin.rfind(pin_prefix, 0), 0u) << repo.pin;
+  ASSERT_TRUE(repo.baseline.ok) << repo.baseline.reason;
+  EXPECT_EQ(repo.baseline.adapter, adapter);
+  EXPECT_EQ(repo.baseline.passed, passed);
+  EXPECT_TRUE(repo.pre_existing_failures.empty());
+  const PreparedRepo loaded = load_prepared_repo(arena_cache_dir(), repo.spec.name);
+  EXPECT_EQ(loaded.pin, repo.pin);
+  EXPECT_EQ(loaded.baseline.passed, passed);
+}
+
 // The original suite bare on a copy of the pristine tree: the same counts as the sandboxed baseline.
 void expect_bare_agrees(const PreparedRepo& repo) {
   std::string ws = fresh_dir(repo.spec.name + "-bare");
@@ -105,12 +118,8 @@ TEST(DuelLanguages, GoMapstructure) {
   std::string why;
   std::optional<PreparedRepo> repo = setup_or_skip_reason("mapstructure", &why);
   if (!repo) GTEST_SKIP() << why;
-  EXPECT_EQ(repo->pin.rfind("debian:golang-github-mitchellh-mapstructure=1.5.0-2:sha256:", 0), 0u) << repo->pin;
-  ASSERT_TRUE(repo->baseline.ok) << repo->baseline.reason;
-  EXPECT_EQ(repo->baseline.adapter, "go");
-  EXPECT_EQ(repo->baseline.passed, 136);
-  EXPECT_TRUE(repo->pre_existing_failures.empty());
-  EXPECT_EQ(load_prepared_repo(arena_cache_dir(), "mapstructure").baseline.passed, 136);
+  expect_baseline(*repo, "debian:golang-github-mitchellh-mapstructure=1.5.0-2:sha256:", "go", 136);
+  if (HasFatalFailure()) return;
   expect_bare_agrees(*repo);
   expect_scripted_task_admitted(*repo, "defaults_feature.sh", "defaults_bug.sh", "defaults_fix.sh");
 }
@@ -119,11 +128,8 @@ TEST(DuelLanguages, JavascriptFastifyError) {
   std::string why;
   std::optional<PreparedRepo> repo = setup_or_skip_reason("fastify-error", &why);
   if (!repo) GTEST_SKIP() << why;
-  EXPECT_EQ(repo->pin.rfind("npm:@fastify/error@4.3.0:sha256:", 0), 0u) << repo->pin;
-  ASSERT_TRUE(repo->baseline.ok) << repo->baseline.reason;
-  EXPECT_EQ(repo->baseline.adapter, "tap");
-  EXPECT_EQ(repo->baseline.passed, 36);
-  EXPECT_TRUE(repo->pre_existing_failures.empty());
+  expect_baseline(*repo, "npm:@fastify/error@4.3.0:sha256:", "tap", 36);
+  if (HasFatalFailure()) return;
   expect_bare_agrees(*repo);
   expect_scripted_task_admitted(*repo, "summary_feature.sh", "summary_bug.sh", "summary_fix.sh");
 }
@@ -132,11 +138,8 @@ TEST(DuelLanguages, JavaCommonsCodec) {
   std::string why;
   std::optional<PreparedRepo> repo = setup_or_skip_reason("commons-codec", &why);
   if (!repo) GTEST_SKIP() << why;
-  EXPECT_EQ(repo->pin.rfind("debian:libcommons-codec-java=1.15-1:sha256:", 0), 0u) << repo->pin;
-  ASSERT_TRUE(repo->baseline.ok) << repo->baseline.reason;
-  EXPECT_EQ(repo->baseline.adapter, "junit");
-  EXPECT_EQ(repo->baseline.passed, 1155);
-  EXPECT_TRUE(repo->pre_existing_failures.empty());
+  expect_baseline(*repo, "debian:libcommons-codec-java=1.15-1:sha256:", "junit", 1155);
+  if (HasFatalFailure()) return;
 
   // An injected JUnit class through the spec's command, in the sandbox: 3 tests pass on the pristine
   // tree; with the digit table's 'f' turned into 'e', the two tests that encode 0xf fail (by hand:
