@@ -4,6 +4,7 @@
 // implementation (safetensors crate, tensor.rs: read_metadata, Metadata::validate) and the format's
 // README; the expected numbers in messages are worked out by hand in the comments.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <torch/torch.h>
 
 #include <fstream>
@@ -19,8 +20,11 @@ namespace {
 
 using spade::fixtures::error_of;
 
+// One folder per test process: ctest runs each test in its own process, in parallel, and a shared
+// folder was emptied by one while another was writing into it.
 std::string dir() {
-  static const std::string d = spade::fixtures::fresh_test_dir("policy_safetensors_rules", "files");
+  static const std::string d =
+      spade::fixtures::fresh_test_dir("policy_safetensors_rules", "files-" + std::to_string(getpid()));
   return d;
 }
 
