@@ -27,7 +27,8 @@
 //   tool_schemas: after reset(seed=0), _tools is {identifier: {description, parameters}} where
 //     parameters is a JSON Schema object and each tool has a callable tool_<name>;
 //   deterministic_reset: for seeds 0, 1, 2 reset and evaluate every _message_criteria entry on _state;
-//     reject only if some criterion raises at every seed whose reset succeeded (or no reset succeeds).
+//     reject only if some criterion raises at every seed whose reset succeeded (or no reset succeeds);
+//     not run when ValidateOptions::deterministic_reset is false.
 // Last, unless smoke_only (issue 17):
 //   solution_wins: when the program defines solution(), it is played from each probe seed (42, 123,
 //     and episode_seed) in a fresh instance: reset(seed), solution(), then its answers through the
@@ -69,6 +70,8 @@ struct ValidateOptions {
   double step_budget_s = 0.5;
   /// A tool-use program (reference §7): also run tool_schemas and deterministic_reset.
   bool tool_use = false;
+  /// false: tool use without the deterministic_reset gate (the reference skips it at rollout 0).
+  bool deterministic_reset = true;
 };
 
 /// One check of the gate.

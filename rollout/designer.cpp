@@ -1,11 +1,65 @@
 #include "rollout/designer.h"
 
+#include <chrono>
+
 #include "common/error.h"
 #include "common/strings.h"
 #include "rollout/parsing.h"
 #include "rollout/prompts.h"
 
 namespace spade::rollout {
+
+const char* self_validation_name(SelfValidation v) {
+  switch (v) {
+    case SelfValidation::kNotRun: return "not_run";
+    case SelfValidation::kYes: return "yes";
+    case SelfValidation::kNo: return "no";
+    case SelfValidation::kFailedOpen: return "failed_open";
+  }
+  return "not_run";
+}
+
+void apply_self_validation(DesignAttempt& a, const ChatCompletion& judgement, double seconds) {
+  const std::optional<bool> verdict =
+      judgement.output.finish_reason == FinishReason::kStop ? self_validator_verdict(judgement.text) : std::nullopt;
+  a.self_validation = !verdict ? SelfValidation::kFailedOpen : *verdict ? SelfValidation::kYes : SelfValidation::kNo;
+  const std::string said = truncate_utf8(trim(judgement.text), 400);
+  envsandbox::GateResult g;
+  g.gate = "self_validator";
+  g.seconds = seconds;
+  g.verdict = a.self_validation == SelfValidation::kNo ? "fail" : "pass";
+  g.reason = a.self_validation == SelfValidation::kNo ? "self_validator_rejected" : "ok";
+  g.detail = a.self_validation == SelfValidation::kFailedOpen
+                 ? "no \\boxed{yes} or \\boxed{no} verdict: admitted (the check fails open); the validator said: " + said
+                 : "the validator said: " + said;
+  a.report.gates.push_back(g);
+  if (a.self_validation == SelfValidation::kNo) {
+    a.report.admitted = false;
+    a.report.reason = g.reason;
+    a.report.detail = g.detail;
+  }
+}
+
+namespace {
+
+// The self-validator on every admitted attempt (DesignerOptions::self_validate), in one batch.
+void self_validate(PolicyRef policy, std::vector<DesignAttempt>& attempts, const DesignerOptions& options,
+                   uint64_t seed) {
+  std::vector<DesignAttempt*> judged;
+  std::vector<std::vector<policy::ChatMessage>> chats;
+  for (DesignAttempt& a : attempts) {
+    if (!a.admitted()) continue;
+    judged.push_back(&a);
+    chats.push_back({{"system", designer_system_prompt(setting_of_skill(a.skill))}, {"user", self_validator_prompt(a.code)}});
+  }
+  if (judged.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<ChatCompletion> outs = complete_chats(policy, chats, options.validator_sampling, seed, options.max_batch);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / judged.size();
+  for (size_t i = 0; i < judged.size(); ++i) apply_self_validation(*judged[i], outs[i], seconds);
+}
+
+}  // namespace
 
 Sample ChatCompletion::to_sample(Role role) const {
   Sample s;
@@ -66,11 +120,12 @@ std::vector<DesignAttempt> attempt_designs(PolicyRef policy, envsandbox::EnvServ
         a.report.reason = "empty_program";
         a.report.detail = "no code in the designer response";
       } else {
-        a.report = envsandbox::validate_game(server, a.code);
+        a.report = envsandbox::validate_game(server, a.code, options.validate);
       }
     }
     attempts.push_back(std::move(a));
   }
+  if (options.self_validate) self_validate(policy, attempts, options, seed + 1);
   return attempts;
 }
 
@@ -88,7 +143,7 @@ std::vector<DesignAttempt> design_environments(const std::vector<std::string>& s
       r.slot = slot;
       r.attempt = attempt;
       r.skill = slot_skills[slot];
-      r.chat = {{"system", designer_system_prompt()}, {"user", make_prompt(r.skill, &r.doc_id)}};
+      r.chat = {{"system", designer_system_prompt(setting_of_skill(r.skill))}, {"user", make_prompt(r.skill, &r.doc_id)}};
       requests.push_back(std::move(r));
     }
     std::vector<DesignAttempt> round = run_round(requests, seed + 7919ULL * static_cast<uint64_t>(attempt));
@@ -115,10 +170,10 @@ std::vector<DesignAttempt> design_environments(PolicyRef policy, envsandbox::Env
 }
 
 std::vector<std::string> write_hints(PolicyRef policy, const std::vector<std::string>& programs,
-                                     SamplingParams params, uint64_t seed, int max_batch) {
+                                     SamplingParams params, uint64_t seed, int max_batch, bool tool_use) {
   std::vector<std::vector<policy::ChatMessage>> chats;
-  for (const std::string& code : programs)
-    chats.push_back({{"system", designer_system_prompt()}, {"user", hint_user_prompt(code)}});
+  const std::string system = designer_system_prompt(tool_use ? Setting::kToolUse : Setting::kGames);
+  for (const std::string& code : programs) chats.push_back({{"system", system}, {"user", hint_user_prompt(code, tool_use)}});
   std::vector<ChatCompletion> outs = complete_chats(policy, chats, params, seed, max_batch);
   std::vector<std::string> hints;
   for (const ChatCompletion& c : outs)

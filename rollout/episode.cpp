@@ -7,8 +7,7 @@
 
 #include "common/error.h"
 #include "reward/designer_reward.h"
-#include "rollout/parsing.h"
-#include "rollout/tool_calls.h"
+#include "rollout/agent_turn.h"
 #include "rollout/prompts.h"
 
 namespace spade::rollout {
@@ -102,6 +101,7 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
                          GenerationResult&& out) -> std::optional<GenerationSession::TurnRequest> {
     LiveEpisode& e = *by_seq[turn.id];
     EpisodeResult& r = results[e.index];
+    const int64_t turn_begin = static_cast<int64_t>(r.sample.tokens.size());
     r.sample.append_sampled(out.tokens, out.logprobs);
     ++r.turns;
     if (out.finish_reason != FinishReason::kStop) {  // no EOS: truncated, environment not stepped (reference §3)
@@ -117,49 +117,28 @@ std::vector<EpisodeResult> play_episodes(PolicyRef policy, envsandbox::EnvServer
     }
     std::vector<int64_t> text_ids(out.tokens.begin(), out.tokens.end() - 1);  // drop EOS
     const std::string response = policy.tokenizer.decode(text_ids);
-    // The step(s) of this turn: a tool-use turn steps each of its calls in order (their results are
-    // `tool_results`), stopping at the first that ends the episode; any other turn steps one action.
-    std::vector<std::string> tool_results;
-    envsandbox::GameStep step;
-    const std::vector<ToolCall> calls = !specs[e.index].tool_use ? std::vector<ToolCall>{}
-                                        : policy.chat.format() == policy::ChatFormat::kLlama3 ? parse_llama3_tool_call(response)
-                                                                                              : parse_tool_calls(response);
-    if (calls.empty()) {
-      const std::string action = specs[e.index].tool_use ? response : parse_action(response);
-      r.actions.push_back(action);
-      step = e.game->step(action);
-    } else {
-      for (const ToolCall& call : calls) {
-        const std::string action = tool_call_action(call);
-        r.actions.push_back(action);
-        ++r.tool_calls;
-        r.malformed_tool_calls += call.ok() ? 0 : 1;
-        step = e.game->step(action);
-        if (step.terminated || step.truncated || step.broken()) break;
-        tool_results.push_back(step.obs);
-      }
-    }
+    // The step(s) of this turn (rollout/agent_turn.h): a tool-use turn steps each of its calls in order,
+    // stopping at the first that ends the episode; any other turn steps one action.
+    const ResponseStep rs = step_response(*e.game, policy.chat.format(), response, specs[e.index].tool_use);
+    const envsandbox::GameStep& step = rs.step;
+    r.actions.insert(r.actions.end(), rs.actions.begin(), rs.actions.end());
+    r.tool_calls += rs.tool_calls;
+    r.malformed_tool_calls += rs.malformed_tool_calls;
     r.process = step.failure;
     if (step.broken()) r.failure = envsandbox::call_status_name(step.failure);
     else if (!step.refused.empty()) r.failure = step.refused;  // e.g. reward_not_finite; reward -1 below
-    if (step.terminated || step.truncated || step.broken()) {
+    // The observation answers a tool call as a `tool` turn, else as a `user` turn; the chat template
+    // renders either in the checkpoint's format (policy/chat_template.h: role mapping). A turn that
+    // stopped on another eos id of the checkpoint (e.g. Qwen3's <|endoftext|>) is first closed with the
+    // template's end of turn, so the history stays in the chat format (the sampled id is kept).
+    const std::vector<int64_t> obs_ids = complete_turn(r.sample, turn_begin, policy.chat, out.tokens.back(), response, rs);
+    if (rs.ended()) {
       r.terminated = step.terminated;
       r.truncated = step.truncated;
       r.reward = reward::episode_reward(step.terminated, step.reward);
       finish(e);
       return std::nullopt;
     }
-    // The observation answers a tool call as a `tool` turn, else as a `user` turn; the chat template
-    // renders either in the checkpoint's format (policy/chat_template.h: role mapping). A turn that
-    // stopped on another eos id of the checkpoint (e.g. Qwen3's <|endoftext|>) is first closed with the
-    // template's end of turn, so the history stays in the chat format (the sampled id is kept).
-    std::vector<int64_t> obs_ids;
-    if (out.tokens.back() != policy.chat.eos_id()) obs_ids = policy.chat.close_turn_ids();
-    const std::vector<int64_t> turn_ids =
-        !tool_results.empty() ? policy.chat.ids_for_tool_results(tool_results)
-                              : policy.chat.ids_for_turn(has_tool_call(response) ? "tool" : "user", step.obs);
-    obs_ids.insert(obs_ids.end(), turn_ids.begin(), turn_ids.end());
-    r.sample.append_context(obs_ids);
     session.append(e.seq, obs_ids);
     if (session.tokens(e.seq).size() != r.sample.tokens.size())
       throw spade::Error("play_episodes: internal error: session history diverged from the sample");

@@ -10,9 +10,11 @@ std::string_view after_last_think(std::string_view text) {
   return pos == std::string_view::npos ? text : text.substr(pos + kClose.size());
 }
 
-std::optional<std::string> extract_boxed(std::string_view text) {
+namespace {
+
+// The content of the \boxed{...} starting at `pos` (see extract_boxed).
+std::optional<std::string> boxed_at(std::string_view text, size_t pos) {
   constexpr std::string_view kBoxed = "\\boxed";
-  size_t pos = text.rfind(kBoxed);
   if (pos == std::string_view::npos) return std::nullopt;
   size_t i = pos + kBoxed.size();
   while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
@@ -43,6 +45,12 @@ std::optional<std::string> extract_boxed(std::string_view text) {
   }
   return trim(content);
 }
+
+}  // namespace
+
+std::optional<std::string> extract_boxed(std::string_view text) { return boxed_at(text, text.rfind("\\boxed")); }
+
+std::optional<std::string> extract_first_boxed(std::string_view text) { return boxed_at(text, text.find("\\boxed")); }
 
 std::string parse_action(std::string_view response) {
   std::string_view text = after_last_think(response);

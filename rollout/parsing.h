@@ -18,6 +18,8 @@ std::string_view after_last_think(std::string_view text);
 /// and stripping up to 2 wrapping brace layers ("\boxed{{x}}" -> "x"), reference §3.
 /// Returns nullopt when there is no \boxed or its braces never close.
 std::optional<std::string> extract_boxed(std::string_view text);
+/// The same for the first \boxed{...} of `text` (the self-validator's verdict, SPADE App. F.2).
+std::optional<std::string> extract_first_boxed(std::string_view text);
 
 /// The action handed to step(): "\boxed{X}" re-wrapped from extract_boxed (after the last
 /// </think>), else the stripped raw text; capped at kMaxActionChars (reference §3).

@@ -9,6 +9,14 @@
 namespace spade::rollout {
 
 enum class Role { Agent, Designer, Hint };
+
+/// A span of a tool-use episode's tokens: a sampled response that calls tools, or the tool turn that
+/// returns their results (rollouts.h5 token_kinds).
+struct ToolSegment {
+  enum class Kind : uint8_t { kCall = 1, kResult = 2 };
+  int64_t begin = 0, end = 0;  // token indices [begin, end)
+  Kind kind = Kind::kCall;
+};
 /// Stable ids for files and logs: "agent", "designer", "hint".
 const char* role_name(Role role);
 /// The Role whose role_name() is `name`. Throws spade::Error naming `name` and the three ids otherwise.
@@ -30,6 +38,7 @@ struct Sample {
   int64_t rollout_id = 0;  // the rollout step t that produced the sample (delayed designer update)
   double temperature = 1.0; // sampling temperature of the response: the trainer recomputes logprobs
                             // at the same temperature so on-policy TIS ratios are 1 (issue 4)
+  std::vector<ToolSegment> tool_segments;  // tool-use episodes, in token order; empty otherwise
 
   /// Appends `ids` with loss mask 0 (prompt / observation / template tokens).
   void append_context(const std::vector<int64_t>& ids);

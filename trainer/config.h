@@ -106,8 +106,16 @@ struct SelfPlayConfig {
   bool designer_train = true;      // false: the frozen-designer control (SPADE §7): designer samples are
                                    // generated, scored and logged (trained = 0), never trained
   int envs_per_regen = 24;         // environments per regeneration
+  // games | tool_use (SPADE §5.1 / §5.2; reference §7): which skills rotate, which designer and hint
+  // prompts, the tool-use gates (tool_schemas; deterministic_reset from rollout 1 on, as the
+  // reference), and tool-use episodes (the agent sees the tools through the chat template)
+  std::string setting = "games";
+  // tool_use: the self-validator (SPADE App. F.2): the policy judges whether every success criterion
+  // can be met by some tool; the first \boxed{} decides, no verdict admits (fails open); sampled with
+  // selfplay.hint's settings (the reference's validator and hint temperature are both 0.3)
+  bool self_validate = false;
   int skills_per_regen = 3;        // active skills (3 of 6, rotating)
-  std::vector<std::string> skills; // skill slugs the rotation runs over (e.g. a two-skill run); empty = all six
+  std::vector<std::string> skills; // skill slugs of the setting the rotation runs over (e.g. a two-skill run); empty = all six
   int plays_per_env = 8;           // no-hint plays per environment per step (G)
   int hint_plays = 16;             // hinted plays per environment at regeneration
   int max_attempts = 5;            // designer generation attempts per environment (reference §4)

@@ -135,19 +135,24 @@ void check_cross_keys(const Config& c, const Checker& ck) {
   ck.require(c.loss.dual_clip_c == 0 || c.loss.dual_clip_c > 1, {{"loss.dual_clip_c", c.loss.dual_clip_c}},
              "loss.dual_clip_c must be 0 (off) or > 1 (dual clip: the loss of a negative advantage is capped at c |A|)");
   std::set<std::string> listed;
+  const rollout::Setting setting = rollout::parse_setting(sp.setting);  // checked by its key's rule
   for (const std::string& s : sp.skills) {
     try {
-      rollout::find_skill(s);
+      rollout::find_skill(s, setting);
     } catch (const Error& e) {
-      throw Error(ck.at("selfplay.skills") + ": selfplay.skills: " + e.what());
+      throw Error(ck.at("selfplay.skills") + ": selfplay.skills (selfplay.setting " + sp.setting + "): " + e.what());
     }
-    if (!listed.insert(rollout::find_skill(s).slug).second)
+    if (!listed.insert(rollout::find_skill(s, setting).slug).second)
       throw Error(ck.at("selfplay.skills") + ": selfplay.skills lists '" + s + "' twice");
   }
   ck.require(sp.skills.empty() || static_cast<int>(sp.skills.size()) >= sp.skills_per_regen,
              {{"selfplay.skills_per_regen", sp.skills_per_regen}},
              "selfplay.skills must list at least selfplay.skills_per_regen skills (" + std::to_string(sp.skills.size()) +
                  " listed)");
+  if (sp.self_validate && setting != rollout::Setting::kToolUse)
+    throw Error(ck.at("selfplay.self_validate") +
+                ": selfplay.self_validate is the tool-use self-validator: it needs selfplay.setting: tool_use (is " +
+                sp.setting + ")");
   ck.require(c.eval.every == 0 || !c.eval.sets.empty(), {{"eval.every", c.eval.every}},
              "eval.sets must name at least one environment folder when eval.every > 0");
   ck.require(c.eval.temperature == 0 || c.eval.temperature >= 1e-5, {{"eval.temperature", c.eval.temperature}},

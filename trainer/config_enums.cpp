@@ -6,6 +6,7 @@
 #include "policy/model_shapes.h"
 #include "policy/transformer.h"
 #include "reward/designer_reward.h"
+#include "rollout/prompts.h"
 #include "rollout/sampler.h"
 #include "trainer/autocast.h"
 #include "trainer/device.h"
@@ -65,6 +66,9 @@ void distributed_backend(const std::string& v, const std::string& key, const std
 }
 void selfplay_mode(const std::string& v, const std::string& key, const std::string& at) {
   with_parser(key, at, [&] { parse_selfplay_mode(v); });
+}
+void setting(const std::string& v, const std::string& key, const std::string& at) {
+  with_parser(key, at, [&] { rollout::parse_setting(v); });
 }
 void eval_seeds(const std::string& v, const std::string& key, const std::string& at) {
   with_parser(key, at, [&] { parse_eval_seeds(v); });

@@ -93,6 +93,8 @@ void visit(C& c, F&& f) {
   f("selfplay.designer_delay", c.selfplay.designer_delay, at_least(0, "0: k"));  // <= k (config_checks)
   f("selfplay.designer_train", c.selfplay.designer_train, any());
   f("selfplay.envs_per_regen", c.selfplay.envs_per_regen, at_least(1));
+  f("selfplay.setting", c.selfplay.setting, one_of(e::setting));
+  f("selfplay.self_validate", c.selfplay.self_validate, any());  // tool_use only (config_checks)
   f("selfplay.skills_per_regen", c.selfplay.skills_per_regen, in(1, 6, "of the 6 skills"));
   f("selfplay.skills", c.selfplay.skills, any());  // each a skill slug; at least skills_per_regen (config_checks)
   f("selfplay.plays_per_env", c.selfplay.plays_per_env, at_least(1));

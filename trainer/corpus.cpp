@@ -133,8 +133,10 @@ bool extract_docstrings(const std::string& source, std::string* out) {
   return true;
 }
 
-std::vector<std::string> default_corpus_sources() {
-  std::vector<std::string> out;
+namespace {
+
+// The newest /usr/lib/python3.X holding os.py; "" when none.
+fs::path python_stdlib() {
   std::vector<fs::path> stdlibs;
   std::error_code ec;
   for (auto& e : fs::directory_iterator("/usr/lib", ec)) {
@@ -142,9 +144,26 @@ std::vector<std::string> default_corpus_sources() {
     if (starts_with(name, "python3.") && fs::exists(e.path() / "os.py")) stdlibs.push_back(e.path());
   }
   std::sort(stdlibs.begin(), stdlibs.end());
-  if (!stdlibs.empty()) out.push_back(stdlibs.back().string());
+  return stdlibs.empty() ? fs::path() : stdlibs.back();
+}
+
+}  // namespace
+
+std::vector<std::string> default_corpus_sources() {
+  std::vector<std::string> out;
+  const fs::path lib = python_stdlib();
+  if (!lib.empty()) out.push_back(lib.string());
   if (fs::exists("/usr/lib/python3/dist-packages/sympy"))
     out.push_back("/usr/lib/python3/dist-packages/sympy");
+  return out;
+}
+
+std::vector<std::string> default_tooluse_corpus_sources() {
+  const fs::path lib = python_stdlib();
+  if (lib.empty()) return {};
+  std::vector<std::string> out = {lib.string()};
+  const fs::path docs = fs::path("/usr/share/doc") / lib.filename() / "html/_sources/library";
+  if (fs::is_directory(docs)) out.push_back(docs.string());
   return out;
 }
 
@@ -152,7 +171,7 @@ namespace {
 
 bool reads(const fs::path& file, CorpusInputs inputs) {
   const std::string ext = file.extension().string();
-  return ext == ".py" || (inputs == CorpusInputs::python_and_text && (ext == ".txt" || ext == ".md"));
+  return ext == ".py" || (inputs != CorpusInputs::python && (ext == ".txt" || ext == ".md"));
 }
 
 // A Markdown file's text without a leading YAML front matter block ("---" line ... "---" line).
@@ -164,8 +183,8 @@ std::string strip_front_matter(const std::string& text) {
   return after == std::string::npos ? "" : text.substr(after + 1);
 }
 
-// The document text of `file`, or the reason it has none.
-bool document_text(const fs::path& file, std::string* text, std::string* why_not) {
+// The document text of `file` read as `inputs` says, or the reason it has none.
+bool document_text(const fs::path& file, CorpusInputs inputs, std::string* text, std::string* why_not) {
   std::string contents;
   try {
     contents = read_file(file.string());
@@ -177,7 +196,7 @@ bool document_text(const fs::path& file, std::string* text, std::string* why_not
     *why_not = "not valid UTF-8";
     return false;
   }
-  if (file.extension() == ".py") {
+  if (file.extension() == ".py" && inputs != CorpusInputs::source_and_text) {
     if (extract_docstrings(contents, text)) return true;
     *why_not = "unterminated triple-quoted string";
     return false;
@@ -223,7 +242,7 @@ CorpusBuildStats build_corpus(const std::vector<std::string>& from, const std::s
   for (auto& [root, file] : files) {
     ++stats.files_seen;
     std::string text, why_not;
-    if (!document_text(file, &text, &why_not)) {
+    if (!document_text(file, inputs, &text, &why_not)) {
       ++stats.skipped_unparseable;
       stats.skipped.push_back({file.string(), why_not});
       continue;
@@ -231,7 +250,7 @@ CorpusBuildStats build_corpus(const std::vector<std::string>& from, const std::s
     const size_t words = count_words(text);
     if (words < static_cast<size_t>(min_words)) {
       ++stats.skipped_empty;
-      const char* of = file.extension() == ".py" ? " words of docstrings" : " words";
+      const char* of = file.extension() == ".py" && inputs != CorpusInputs::source_and_text ? " words of docstrings" : " words";
       stats.skipped.push_back(
           {file.string(), std::to_string(words) + of + ", fewer than the minimum " + std::to_string(min_words)});
       continue;

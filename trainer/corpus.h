@@ -34,12 +34,19 @@ struct CorpusBuildStats {
 enum class CorpusInputs {
   python,           // *.py: their docstrings (default_corpus_sources: the stdlib's LICENSE.txt is no document)
   python_and_text,  // *.py, plus *.txt (plain text) and *.md (Markdown) whole, as written
+  source_and_text,  // *.py whole (the source code itself: the tool-use setting's code corpus), *.txt, *.md
 };
 
 /// Default inputs for `spade corpus build`: the Python standard library directory
 /// (/usr/lib/python3.X) and sympy's package directory when python3-sympy is installed. They are
 /// Python packages: build them with CorpusInputs::python.
 std::vector<std::string> default_corpus_sources();
+
+/// Default inputs of the tool-use setting (SPADE §5.2: generation grounded in a code corpus): the
+/// Python standard library directory, read as source (CorpusInputs::source_and_text), and Python's
+/// library reference in text form (/usr/share/doc/python3.X/html/_sources/library, from Debian's
+/// python3-doc) when it is installed. Empty when no standard library is found.
+std::vector<std::string> default_tooluse_corpus_sources();
 
 /// Extracts the docstrings of a Python source file (module, class and function docstrings: a
 /// triple-quoted string that is the first statement of the module or of a def/class body), each
@@ -49,7 +56,7 @@ bool extract_docstrings(const std::string& source, std::string* out);
 
 /// Walks `from` (files or directories, skipping test directories) for the files `inputs` names and
 /// makes one document per file, capped at `max_words` words: a .py file's docstrings
-/// (extract_docstrings); a .txt or .md file's text (valid UTF-8; a Markdown file without its leading
+/// (extract_docstrings), or its whole source with CorpusInputs::source_and_text; a .txt or .md file's text (valid UTF-8; a Markdown file without its leading
 /// YAML front matter, "---" to "---", else as written). Files with fewer than `min_words` words, and
 /// named files of another type, are skipped and listed with the reason in the result; files of other
 /// types under a directory are only counted. Writes JSONL lines {"id","text","source"} atomically to

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/stats.h"
+#include "rollout/prompts.h"
 #include "trainer/reset_seeds.h"
 
 namespace spade::trainer {
@@ -105,7 +106,7 @@ SetEval evaluate_set(const rollout::PolicyRef& policy, envsandbox::EnvServer& se
   std::vector<rollout::EpisodeSpec> specs;
   for (const SeedEnv& e : envs)
     for (int j = 0; j < options.plays; ++j)
-      specs.push_back({e.skill + "/" + e.name, e.skill, e.code, seeds[j], ""});
+      specs.push_back({e.skill + "/" + e.name, e.skill, e.code, seeds[j], "", rollout::is_tooluse_skill(e.skill)});
   std::vector<rollout::EpisodeResult> results = rollout::play_episodes(policy, server, specs, options.episode, options.seed);
   std::vector<std::vector<rollout::EpisodeResult>> plays(envs.size());
   for (size_t i = 0; i < results.size(); ++i) plays[i / options.plays].push_back(std::move(results[i]));

@@ -18,7 +18,7 @@ namespace {
 // rollout_id and born count from 1 as the console, metrics and checkpoint names do.
 // 3: environment rows are written when their window closes, with closed, window_plays, win_rate and
 // regret; resume cuts them by closed (format 2 wrote them at admission and cut them by born).
-constexpr const char* kFormat = "spade-rollouts-3";
+constexpr const char* kFormat = "spade-rollouts-4";
 
 struct Column {
   const char* name;
@@ -63,6 +63,9 @@ const std::vector<Ragged>& episode_ragged() {
       {"tokens", i32, "tokens_offsets", "token ids of the whole sequence (prompt, responses, observations)"},
       {"loss_mask", u8, "tokens_offsets", "1 for tokens sampled by the policy, 0 otherwise"},
       {"rollout_logprobs", f32, "tokens_offsets", "sampler logprob of each token (0 where loss_mask is 0)"},
+      {"token_kinds", u8, "tokens_offsets",
+       "0 context (prompt, template, observation), 1 sampled, 2 sampled in a response that calls tools, "
+       "3 a tool turn returning results (tool-use episodes)"},
       {"env_id", u8, "env_id_offsets", "environment id, UTF-8"},
       {"skill", u8, "skill_offsets", "skill slug, UTF-8"}};
   return c;
@@ -286,7 +289,7 @@ void RolloutLog::append(const std::vector<EpisodeRow>& episodes, const std::vect
       return length(ds.id);
     }());
     std::vector<int64_t> id, step, rollout_id, tok_off;
-    std::vector<uint8_t> role, hinted, trained, term, trunc, mask;
+    std::vector<uint8_t> role, hinted, trained, term, trunc, mask, kinds;
     std::vector<double> rewards, adv;
     std::vector<int32_t> turns, tokens;
     std::vector<uint64_t> hash;
@@ -308,11 +311,17 @@ void RolloutLog::append(const std::vector<EpisodeRow>& episodes, const std::vect
       trunc.push_back(r.truncated);
       turns.push_back(r.turns);
       hash.push_back(r.env_source_hash);
+      const size_t first_kind = kinds.size();
       for (size_t t = 0; t < s.tokens.size(); ++t) {
         tokens.push_back(static_cast<int32_t>(s.tokens[t]));
         mask.push_back(s.loss_mask[t] > 0 ? 1 : 0);
         logp.push_back(s.rollout_logprobs[t]);
+        kinds.push_back(mask.back());
       }
+      for (const rollout::ToolSegment& seg : s.tool_segments)
+        for (int64_t t = seg.begin; t < seg.end && t < static_cast<int64_t>(s.tokens.size()); ++t)
+          if (seg.kind == rollout::ToolSegment::Kind::kResult) kinds[first_kind + t] = 3;
+          else if (kinds[first_kind + t] == 1) kinds[first_kind + t] = 2;
       base += static_cast<int64_t>(s.tokens.size());
       tok_off.push_back(base);
       env_ids.push_back(s.env_id);
@@ -333,6 +342,7 @@ void RolloutLog::append(const std::vector<EpisodeRow>& episodes, const std::vect
     append_values(g.id, "tokens", H5T_NATIVE_INT32, tokens, path_);
     append_values(g.id, "loss_mask", H5T_NATIVE_UINT8, mask, path_);
     append_values(g.id, "rollout_logprobs", H5T_NATIVE_FLOAT, logp, path_);
+    append_values(g.id, "token_kinds", H5T_NATIVE_UINT8, kinds, path_);
     append_values(g.id, "tokens_offsets", H5T_NATIVE_INT64, tok_off, path_);
     append_text(g.id, "env_id", env_ids, path_);
     append_text(g.id, "skill", skills, path_);

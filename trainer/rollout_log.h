@@ -4,7 +4,7 @@
 //
 // Layout (every dataset 1-D, chunked, extendible; ragged data D has D_offsets with N + 1 entries,
 // row i spanning [D_offsets[i], D_offsets[i + 1])):
-//   /                 attrs format = "spade-rollouts-3", role_names = "agent,designer,hint", total_episodes
+//   /                 attrs format = "spade-rollouts-4", role_names = "agent,designer,hint", total_episodes
 //   /episodes/        one row per episode (agent plays, hinted plays, designer samples)
 //     id int64                  episode id (row index since the start of the run)
 //     step int64                the step whose update trained it, numbered from 1 as in metrics.jsonl
@@ -15,7 +15,9 @@
 //     rewards float64, advantages float64
 //     terminations uint8, truncations uint8, total_steps int32 (turns; Minari's total_steps)
 //     env_source_hash uint64    FNV-1a 64 of the environment program (0 when unknown)
-//     tokens int32 + tokens_offsets; loss_mask uint8 and rollout_logprobs float32 share tokens_offsets
+//     tokens int32 + tokens_offsets; loss_mask uint8, rollout_logprobs float32 and token_kinds uint8
+//                               share tokens_offsets; token_kinds: 0 context, 1 sampled, 2 sampled in a
+//                               response that calls tools, 3 a tool turn of results (Sample::tool_segments)
 //     env_id uint8 + env_id_offsets; skill uint8 + skill_offsets     (UTF-8 text)
 //   /environments/    one row per admitted environment (designed or seed), written when its window
 //                     closes: at the regeneration that replaces its generation, or at the run's last step
@@ -31,8 +33,9 @@
 // writes the generation live at its old last step a second time, when that generation's window
 // really closes: the first row holds the window up to the old last step.) Not thread-safe; one
 // writer per file.
-// Format 3 (environment rows at the window's close with closed, window_plays, win_rate and regret)
-// replaced format 2 (rows at admission); a file of another format is refused by name.
+// Format 4 added token_kinds to format 3 (environment rows at the window's close with closed,
+// window_plays, win_rate and regret; format 2 wrote them at admission); a file of another format is
+// refused by name.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -40,4 +40,13 @@ std::vector<SeedEnv> load_seed_envs(const std::string& dir) {
   return out;
 }
 
+void check_seed_setting(const std::vector<SeedEnv>& envs, const std::string& setting, const std::string& key) {
+  const bool tool_use = rollout::parse_setting(setting) == rollout::Setting::kToolUse;
+  for (const SeedEnv& e : envs)
+    if (rollout::is_tooluse_skill(e.skill) != tool_use)
+      throw Error(key + ": " + e.path + " is a " + (tool_use ? "games" : "tool_use") + " environment (skill '" +
+                  e.skill + "') but selfplay.setting is " + setting + " (use data/" +
+                  (tool_use ? "tooluse_seed_envs" : "seed_envs") + ", or set selfplay.setting)");
+}
+
 }  // namespace spade::trainer

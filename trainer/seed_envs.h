@@ -19,4 +19,9 @@ struct SeedEnv {
 /// environment is found.
 std::vector<SeedEnv> load_seed_envs(const std::string& dir);
 
+/// Throws spade::Error when some environment of `envs` (loaded from `key`'s folder, e.g.
+/// "seed_envs.dir") is not of `setting` (selfplay.setting: "games" or "tool_use"), naming the key, the
+/// program and both settings: a games run cannot cold-start on, fill in with or draw tool-use programs.
+void check_seed_setting(const std::vector<SeedEnv>& envs, const std::string& setting, const std::string& key);
+
 }  // namespace spade::trainer

@@ -91,6 +91,28 @@ void record_agent_scores(const AgentScores& s, StepRecord& rec) {
   rec.agent_tokens = s.sampled_tokens;
 }
 
+// The tool calls of a step's no-hint `plays` and (regeneration steps) `hinted` plays.
+ToolCallRecord tool_call_record(const std::vector<rollout::EpisodeResult>& plays,
+                                const std::vector<rollout::EpisodeResult>* hinted) {
+  ToolCallRecord out;
+  int64_t calls = 0, malformed = 0, with_calls = 0;
+  for (const rollout::EpisodeResult& r : plays) {
+    calls += r.tool_calls;
+    malformed += r.malformed_tool_calls;
+    with_calls += r.tool_calls > 0;
+  }
+  const double n = static_cast<double>(std::max<size_t>(1, plays.size()));
+  out.calls_per_play = static_cast<double>(calls) / n;
+  out.plays_with_calls = static_cast<double>(with_calls) / n;
+  out.malformed_share = calls ? static_cast<double>(malformed) / static_cast<double>(calls) : 0.0;
+  if (hinted && !hinted->empty()) {
+    int64_t h = 0;
+    for (const rollout::EpisodeResult& r : *hinted) h += r.tool_calls;
+    out.hinted_calls_per_play = static_cast<double>(h) / static_cast<double>(hinted->size());
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<PlayOutcome> play_outcomes(const std::vector<rollout::EpisodeResult>& plays) {
@@ -119,8 +141,11 @@ SelfPlay::SelfPlay(const Config& config, const RunDir& run, rollout::PolicyRef p
       rng_(config.run.seed) {
   memory_.load(run.memory_path());
   mode_ = parse_selfplay_mode(config.selfplay.mode);
-  if (mode_ == SelfPlayMode::kFixedPool)
+  setting_ = rollout::parse_setting(config.selfplay.setting);
+  if (mode_ == SelfPlayMode::kFixedPool) {
     pool_ = config.selfplay.pool_dir.empty() ? seeds : load_seed_envs(config.selfplay.pool_dir);
+    check_seed_setting(pool_, config.selfplay.setting, config.selfplay.pool_dir.empty() ? "seed_envs.dir" : "selfplay.pool_dir");
+  }
   if (!dist_->is_main()) return;  // only rank 0 writes files
   tb_ = tb;
   if (!tb_) {
@@ -181,6 +206,8 @@ void SelfPlay::step(int64_t t) {
   // 4. Rewards, windows, regret and memory, advantages, filters; the last step flushes the designer buffer.
   const AgentScores scores = score_plays(t, regeneration, plays);
   record_agent_scores(scores, rec);
+  if (setting_ == rollout::Setting::kToolUse)
+    rec.tool_calls = tool_call_record(plays, regeneration ? &generation.hinted : nullptr);
   rec.valid_rate = valid_rate_;
   rec.regret = mean_regret(live_);
   if (mode_ == SelfPlayMode::kSelfPlay) rec.window_blend = window_blend(live_, blend_config(config_.reward));

@@ -33,6 +33,7 @@
 #include "rollout/designer.h"
 #include "rollout/episode.h"
 #include "rollout/policy_ref.h"
+#include "rollout/prompts.h"
 #include "rollout/sample.h"
 #include "trainer/config.h"
 #include "trainer/corpus.h"
@@ -160,6 +161,7 @@ class SelfPlay {
   double valid_rate_ = 0;                      // admitted share of the live generation's design round
   std::vector<std::pair<std::string, std::vector<SeedEnv>>> eval_sets_;  // eval.sets: folder name, games (rank 0)
   SelfPlayMode mode_ = SelfPlayMode::kSelfPlay;  // selfplay.mode
+  rollout::Setting setting_ = rollout::Setting::kGames;  // selfplay.setting
   std::vector<SeedEnv> pool_;                   // fixed_pool: selfplay.pool_dir (else the seeds)
 };
 

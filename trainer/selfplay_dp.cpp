@@ -8,7 +8,8 @@ namespace spade::trainer {
 nlohmann::json episode_to_json(const rollout::EpisodeResult& r) {
   return {{"sample", sample_to_json(r.sample)}, {"reward", r.reward},   {"terminated", r.terminated},
           {"truncated", r.truncated},           {"turns", r.turns},     {"failure", r.failure},
-          {"process", static_cast<int>(r.process)}, {"actions", r.actions}, {"first_observation", r.first_observation}};
+          {"process", static_cast<int>(r.process)}, {"actions", r.actions}, {"first_observation", r.first_observation},
+          {"tool_calls", r.tool_calls},           {"malformed_tool_calls", r.malformed_tool_calls}};
 }
 
 rollout::EpisodeResult episode_from_json(const nlohmann::json& j) {
@@ -22,6 +23,8 @@ rollout::EpisodeResult episode_from_json(const nlohmann::json& j) {
   r.process = static_cast<envsandbox::CallStatus>(j.at("process").get<int>());
   j.at("actions").get_to(r.actions);
   j.at("first_observation").get_to(r.first_observation);
+  j.at("tool_calls").get_to(r.tool_calls);
+  j.at("malformed_tool_calls").get_to(r.malformed_tool_calls);
   return r;
 }
 
@@ -60,7 +63,8 @@ std::vector<nlohmann::json> gather_indexed(const DistributedContext& dist, size_
 
 nlohmann::json design_attempt_to_json(const rollout::DesignAttempt& a) {
   return {{"slot", a.slot}, {"attempt", a.attempt}, {"skill", a.skill},           {"doc_id", a.doc_id},
-          {"code", a.code}, {"report", a.report.to_json()}, {"sample", sample_to_json(a.sample)}};
+          {"code", a.code}, {"report", a.report.to_json()}, {"sample", sample_to_json(a.sample)},
+          {"self_validation", static_cast<int>(a.self_validation)}};
 }
 
 rollout::DesignAttempt design_attempt_from_json(const nlohmann::json& j) {
@@ -72,6 +76,7 @@ rollout::DesignAttempt design_attempt_from_json(const nlohmann::json& j) {
   j.at("code").get_to(a.code);
   a.report = envsandbox::ValidationReport::from_json(j.at("report"));
   a.sample = sample_from_json(j.at("sample"));
+  a.self_validation = static_cast<rollout::SelfValidation>(j.at("self_validation").get<int>());
   return a;
 }
 

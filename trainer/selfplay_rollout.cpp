@@ -32,13 +32,13 @@ SelfPlay::Generation SelfPlay::new_generation(int64_t t) {
   const SelfPlayConfig& sp = config_.selfplay;
   const auto start = std::chrono::steady_clock::now();
   live_.clear();  // each generation lives exactly k steps (reference §1)
-  // Skills rotate (reference §1); environment i gets skills[i mod n].
+  // Skills of the setting rotate (reference §1); environment i gets skills[i mod n].
   std::vector<int> enabled;
-  for (const std::string& slug : sp.skills) enabled.push_back(rollout::skill_index(slug));
+  for (const std::string& slug : sp.skills) enabled.push_back(rollout::skill_index(slug, setting_));
   const std::vector<int> skills = rollout::active_skills(t, sp.k, sp.skills_per_regen, enabled);
   std::vector<std::string> slot_skills;
   for (int i = 0; i < sp.envs_per_regen; ++i)
-    slot_skills.push_back(rollout::game_skills()[skills[i % skills.size()]].slug);
+    slot_skills.push_back(rollout::skills_of(setting_)[skills[i % skills.size()]].slug);
   std::vector<rollout::DesignAttempt> attempts = design(t, slot_skills);
   Generation g;
   admit(t, attempts, g.record);
@@ -83,7 +83,9 @@ SelfPlay::Generation SelfPlay::pool_generation(int64_t t) {
 std::vector<rollout::DesignAttempt> SelfPlay::design(int64_t t, const std::vector<std::string>& slot_skills) {
   const SelfPlayConfig& sp = config_.selfplay;
   // Designer: fresh corpus document per attempt (none when corpus.enabled is false), memory
-  // references (when memory.enabled), up to max_attempts.
+  // references (when memory.enabled), up to max_attempts; tool use: a task variant drawn per attempt
+  // in the reference's 3:2:1:1 mix.
+  const bool tool_use = setting_ == rollout::Setting::kToolUse;
   auto make_prompt = [&](const std::string& skill, std::string* doc_id) {
     std::optional<std::string> text;
     if (config_.corpus.enabled) {
@@ -93,13 +95,21 @@ std::vector<rollout::DesignAttempt> SelfPlay::design(int64_t t, const std::vecto
     }
     std::vector<rollout::ReferenceEnv> refs;
     if (config_.memory.enabled) refs = memory_.references(skill, config_.memory.positive_seeds, rng_);
-    return rollout::designer_user_prompt(rollout::find_skill(skill), text, refs, sp.max_turns);
+    const rollout::Skill& s = rollout::find_skill(skill, setting_);
+    if (!tool_use) return rollout::designer_user_prompt(s, text, refs, sp.max_turns);
+    const std::string& variant = rollout::draw_tooluse_variant(std::uniform_real_distribution<double>(0, 1)(rng_));
+    return rollout::designer_tool_user_prompt(s, text, refs, sp.max_turns, variant);
   };
   rollout::DesignerOptions dopt;
   dopt.sampling = sampling(sp.designer);
   dopt.sampling.max_tokens_in_flight = sp.max_tokens_in_flight;
   dopt.max_attempts = sp.max_attempts;
   dopt.max_batch = sp.max_batch;
+  dopt.validate.tool_use = tool_use;
+  dopt.validate.deterministic_reset = t > 0;  // the reference skips the reset gate at rollout 0
+  dopt.self_validate = sp.self_validate;
+  dopt.validator_sampling = sampling(sp.hint);
+  dopt.validator_sampling.max_tokens_in_flight = sp.max_tokens_in_flight;
   // Each round's requests are sampled and validated split across the data-parallel ranks.
   const auto design_round = [&](const std::vector<rollout::DesignRequest>& requests, uint64_t seed) {
     return design_round_split(*dist_, requests, seed, [&](const std::vector<rollout::DesignRequest>& mine, uint64_t s) {
@@ -116,6 +126,8 @@ void SelfPlay::admit(int64_t t, std::vector<rollout::DesignAttempt>& attempts, G
     g.regen_tokens += a.sample.num_trainable();
     std::snprintf(name, sizeof name, "game_%05lld_%03d_%s", static_cast<long long>(t + 1), a.slot, a.skill.c_str());
     if (dist_->is_main()) write_design_attempt(run_, name, a, t + 1);  // files: rank 0 only
+    if (a.self_validation != rollout::SelfValidation::kNotRun)
+      ++g.self_validation[rollout::self_validation_name(a.self_validation)];
     if (!a.admitted()) {
       ++g.rejected_by_reason[a.report.reason];
       ++summary_.rejected_by_reason[a.report.reason];
@@ -184,7 +196,7 @@ void SelfPlay::write_hints() {
   rollout::SamplingParams hint_params = sampling(sp.hint);
   hint_params.max_tokens_in_flight = sp.max_tokens_in_flight;
   const auto hint_writer = [&](const std::vector<std::string>& mine, uint64_t seed) {
-    return rollout::write_hints(policy_, mine, hint_params, seed, sp.max_batch);
+    return rollout::write_hints(policy_, mine, hint_params, seed, sp.max_batch, setting_ == rollout::Setting::kToolUse);
   };
   const std::vector<std::string> hints =
       codes.empty() ? std::vector<std::string>{} : write_hints_split(*dist_, codes, rng_(), hint_writer);
@@ -200,7 +212,8 @@ std::vector<rollout::EpisodeResult> SelfPlay::play_hinted() {
   for (const LiveEnv& env : live_) {
     if (env.hint.empty()) continue;  // failed hint: r_hint = 0
     for (int j = 0; j < sp.hint_plays; ++j)
-      hinted.push_back({env.id, env.skill, env.code, training_reset_seed(env.id + ":hint:" + std::to_string(j)), env.hint});
+      hinted.push_back({env.id, env.skill, env.code, training_reset_seed(env.id + ":hint:" + std::to_string(j)), env.hint,
+                        rollout::is_tooluse_skill(env.skill)});
   }
   const uint64_t seed = rng_();
   // Data parallel: split by environment, then all-gathered.
@@ -214,7 +227,8 @@ std::vector<rollout::EpisodeResult> SelfPlay::play_live(int64_t t) {
   for (const LiveEnv& env : live_)
     for (int g = 0; g < sp.plays_per_env; ++g)
       specs.push_back({env.id, env.skill, env.code,
-                       training_reset_seed(env.id + ":" + std::to_string(t) + ":" + std::to_string(g)), ""});
+                       training_reset_seed(env.id + ":" + std::to_string(t) + ":" + std::to_string(g)), "",
+                       rollout::is_tooluse_skill(env.skill)});
   // Data parallel: split by environment, then all-gathered.
   return play_groups_split(*dist_, policy_, server_, specs, sp.plays_per_env, episode_options(config_), rng_());
 }

@@ -34,6 +34,25 @@ LiveEnv live_from_json(const json& j) {
   return e;
 }
 
+// Tool segments as [[begin, end, kind], ...] (kind: 1 call, 2 result; rollout::ToolSegment).
+json tool_segments_to_json(const std::vector<rollout::ToolSegment>& segments) {
+  json out = json::array();
+  for (const rollout::ToolSegment& g : segments) out.push_back({g.begin, g.end, static_cast<int>(g.kind)});
+  return out;
+}
+
+std::vector<rollout::ToolSegment> tool_segments_from_json(const json& j, size_t tokens) {
+  std::vector<rollout::ToolSegment> out;
+  for (const json& row : j) {
+    const int64_t begin = row.at(0).get<int64_t>(), end = row.at(1).get<int64_t>();
+    const int kind = row.at(2).get<int>();
+    if (begin < 0 || begin > end || end > static_cast<int64_t>(tokens) || (kind != 1 && kind != 2))
+      throw Error("malformed tool segment " + row.dump() + " of a sample of " + std::to_string(tokens) + " tokens");
+    out.push_back({begin, end, static_cast<rollout::ToolSegment::Kind>(kind)});
+  }
+  return out;
+}
+
 }  // namespace
 
 json sample_to_json(const rollout::Sample& s) {
@@ -46,7 +65,8 @@ json sample_to_json(const rollout::Sample& s) {
           {"env_id", s.env_id},
           {"skill", s.skill},
           {"rollout_id", s.rollout_id},
-          {"temperature", s.temperature}};
+          {"temperature", s.temperature},
+          {"tool_segments", tool_segments_to_json(s.tool_segments)}};
 }
 
 rollout::Sample sample_from_json(const json& j) {
@@ -61,6 +81,7 @@ rollout::Sample sample_from_json(const json& j) {
   j.at("skill").get_to(s.skill);
   j.at("rollout_id").get_to(s.rollout_id);
   j.at("temperature").get_to(s.temperature);
+  if (j.contains("tool_segments")) s.tool_segments = tool_segments_from_json(j.at("tool_segments"), s.tokens.size());
   if (s.loss_mask.size() != s.tokens.size() || s.rollout_logprobs.size() != s.tokens.size())
     throw Error("sample arrays tokens/loss_mask/rollout_logprobs differ in length");
   return s;

@@ -17,6 +17,8 @@ void add_generation(const GenerationRecord& g, std::map<std::string, double>& m)
   m["designer/seed_copy_rate"] = g.seed_copy_rate;
   m["envs/from_seeds"] = d(g.from_seeds);
   for (const auto& [reason, n] : g.rejected_by_reason) m["designer/rejected_by_reason/" + reason] = d(n);
+  // The tool-use self-validator (SPADE App. F.2): admitted (yes), rejected (no), failed open (no verdict).
+  for (const auto& [verdict, n] : g.self_validation) m["designer/self_validator/" + verdict] = d(n);
   m["designer/hint_reward"] = g.hint_reward;
   m["time/regen_s"] = g.regen_s;
   // Diversity of the new generation (SPADE §6.2, Fig. 8: Vendi and Vendi / n) and the share whose
@@ -101,6 +103,12 @@ std::map<std::string, double> step_metrics(const StepRecord& r) {
   m["reward/mean"] = r.reward_mean;
   m["reward/success_rate"] = r.success_rate;
   m["episode/turns_mean"] = r.turns_mean;
+  if (r.tool_calls) {  // tool-use episodes: calls that reached the environments (rollout/episode.h)
+    m["agent/tool_calls_per_play"] = r.tool_calls->calls_per_play;
+    m["agent/plays_with_tool_calls"] = r.tool_calls->plays_with_calls;
+    m["agent/malformed_tool_call_share"] = r.tool_calls->malformed_share;
+    if (r.tool_calls->hinted_calls_per_play) m["hint/tool_calls_per_play"] = *r.tool_calls->hinted_calls_per_play;
+  }
   m["envs/live"] = d(r.live_envs);
   add_perf(r, m);
   m.insert(r.eval.begin(), r.eval.end());

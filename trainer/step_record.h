@@ -21,6 +21,7 @@ struct GenerationRecord {
   double seed_copy_rate = 0;           // admitted programs that are verbatim seed programs / admitted
   int64_t from_seeds = 0;              // slots filled with a seed environment
   std::map<std::string, int64_t> rejected_by_reason;  // this regeneration's rejections
+  std::map<std::string, int64_t> self_validation;     // tool use: self-validator verdicts (yes, no, failed_open)
   double hint_reward = 0;              // mean r_hint of the generation
   int64_t regen_tokens = 0;            // sampled designer, hint and hinted-play tokens
   double regen_s = 0;                  // wall time of the regeneration and hinted plays
@@ -49,6 +50,14 @@ struct DesignerScoringRecord {
   std::map<std::string, double> lp_gap;  // per skill
 };
 
+/// Tool-use plays of a step (selfplay.setting tool_use): how many tool calls reached the environments.
+struct ToolCallRecord {
+  double calls_per_play = 0;       // no-hint plays: tool calls stepped / plays
+  double plays_with_calls = 0;     // share of no-hint plays that made at least one call
+  double malformed_share = 0;      // malformed calls / calls (0 with none)
+  std::optional<double> hinted_calls_per_play;  // regeneration steps: the hinted plays' calls / plays
+};
+
 struct StepRecord {
   int64_t step = 0;                        // the step number (rollout t + 1, selfplay.h)
   std::optional<GenerationRecord> generation;  // set on regeneration steps
@@ -61,6 +70,7 @@ struct StepRecord {
   double reward_mean = 0, success_rate = 0, turns_mean = 0, learnable_share = 0;
   double frac_zero_std = 0, truncated_frac = 0;
   int64_t agent_samples = 0, agent_filtered = 0, agent_tokens = 0;
+  std::optional<ToolCallRecord> tool_calls;  // tool-use setting only
   // The update.
   int64_t designer_samples = 0;
   double lr = 0;

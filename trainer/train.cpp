@@ -89,15 +89,19 @@ Corpus prepare_corpus(const Config& config, const RunDir& run, const LogFn& log)
   if (path.empty()) {
     path = run.corpus_path();
     if (!fs::exists(path)) {
+      // Games: docstrings of Python packages (their LICENSE.txt is no document). Tool use (SPADE §5.2:
+      // a code corpus): Python source read whole, and the library reference when installed. Given
+      // sources may be text too.
+      const bool tool_use = rollout::parse_setting(config.selfplay.setting) == rollout::Setting::kToolUse;
       std::vector<std::string> from = config.corpus.build_from;
-      if (from.empty()) from = default_corpus_sources();
+      if (from.empty()) from = tool_use ? default_tooluse_corpus_sources() : default_corpus_sources();
       if (from.empty())
         throw Error("corpus: no corpus.path given and no Python standard library found under /usr/lib "
                     "to build one from (install python3, or set corpus.build_from)");
-      // The default sources are Python packages (their LICENSE.txt is no document); given ones may be text.
-      CorpusBuildStats st = build_corpus(from, path, config.corpus.max_words, config.corpus.min_words,
-                                         config.corpus.build_from.empty() ? CorpusInputs::python
-                                                                          : CorpusInputs::python_and_text);
+      const CorpusInputs inputs = tool_use                             ? CorpusInputs::source_and_text
+                                  : config.corpus.build_from.empty() ? CorpusInputs::python
+                                                                     : CorpusInputs::python_and_text;
+      CorpusBuildStats st = build_corpus(from, path, config.corpus.max_words, config.corpus.min_words, inputs);
       log(fmt("corpus: %.0f documents from %.0f files (%.0f skipped empty, %.0f unparseable)",
               st.documents, st.files_seen, st.skipped_empty, st.skipped_unparseable) + " -> " + path);
     }
@@ -127,12 +131,17 @@ OwnedPolicy prepare_policy(const Config& config, const RunDir& run, const Corpus
       // Seed programs and prompts weigh more: they are what the policy reads and writes most.
       for (int rep = 0; rep < 20; ++rep)
         for (const SeedEnv& s : seeds) text.push_back("```python\n" + s.code + "```");
-      for (const rollout::Skill& skill : rollout::game_skills())
+      const rollout::Setting setting = rollout::parse_setting(config.selfplay.setting);
+      const bool tool_use = setting == rollout::Setting::kToolUse;
+      for (const rollout::Skill& skill : rollout::skills_of(setting))
         for (int rep = 0; rep < 20; ++rep) {
-          text.push_back(rollout::designer_user_prompt(skill, "", {}, config.selfplay.max_turns));
-          text.push_back(rollout::agent_first_turn("", "") + rollout::designer_system_prompt() +
-                         rollout::agent_system_prompt());
-          text.push_back(rollout::hint_user_prompt(""));
+          text.push_back(tool_use ? rollout::designer_tool_user_prompt(skill, "", {}, config.selfplay.max_turns,
+                                                                       rollout::tooluse_variants()[rep % 4].id)
+                                  : rollout::designer_user_prompt(skill, "", {}, config.selfplay.max_turns));
+          text.push_back((tool_use ? rollout::agent_tool_system_prompt() : rollout::agent_first_turn("", "")) +
+                         rollout::designer_system_prompt(setting) + rollout::agent_system_prompt());
+          text.push_back(rollout::hint_user_prompt("", tool_use));
+          if (tool_use) text.push_back(rollout::self_validator_prompt(""));
         }
       policy::TokenizerTrainOptions opt;
       opt.sentences = std::move(text);
@@ -250,6 +259,7 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
 
   Corpus corpus = main_rank_first(dist, [&] { return prepare_corpus(config, run, log); });
   const std::vector<SeedEnv> seeds = load_seed_envs(config.seed_envs.dir);
+  check_seed_setting(seeds, config.selfplay.setting, "seed_envs.dir");
   log(fmt("seed environments: %.0f", seeds.size()) + " from " + config.seed_envs.dir);
   OwnedPolicy policy =
       main_rank_first(dist, [&] { return prepare_policy(config, run, corpus, seeds, log, resume_from); });

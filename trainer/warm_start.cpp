@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <map>
 
+#include "common/strings.h"
+#include "rollout/agent_turn.h"
 #include "rollout/prompts.h"
 #include "trainer/autocast.h"
 #include "trainer/grpo_update.h"
@@ -19,13 +21,18 @@ rollout::Sample designer_example(const rollout::PolicyRef& policy, const SeedEnv
                                  int max_turns) {
   std::vector<rollout::ReferenceEnv> refs;
   if (!reference.empty()) refs.push_back({reference, false, ""});
+  const rollout::Skill& skill = rollout::skill_by_slug(env.skill);
+  const rollout::Setting setting = rollout::setting_of_skill(env.skill);
+  // Tool use: the prompt asks for the variant the seed program declares ("Variant: ..." in its header).
   const std::string user =
-      rollout::designer_user_prompt(rollout::find_skill(env.skill), doc, refs, max_turns);
+      setting == rollout::Setting::kToolUse
+          ? rollout::designer_tool_user_prompt(skill, doc, refs, max_turns, rollout::declared_tooluse_variant(env.code))
+          : rollout::designer_user_prompt(skill, doc, refs, max_turns);
   rollout::Sample s;
   s.role = rollout::Role::Designer;
   s.skill = env.skill;
   s.env_id = env.path;
-  s.append_context(policy.chat.render({{"system", rollout::designer_system_prompt()}, {"user", user}},
+  s.append_context(policy.chat.render({{"system", rollout::designer_system_prompt(setting)}, {"user", user}},
                                       /*add_generation_prompt=*/true));
   std::vector<int64_t> response = policy.tokenizer.encode("```python\n" + env.code + "```");
   response.push_back(policy.chat.eos_id());
@@ -38,8 +45,10 @@ rollout::Sample hint_example(const rollout::PolicyRef& policy, const SeedEnv& en
   s.role = rollout::Role::Hint;
   s.skill = env.skill;
   s.env_id = env.path;
-  s.append_context(policy.chat.render(
-      {{"system", rollout::designer_system_prompt()}, {"user", rollout::hint_user_prompt(env.code)}}, true));
+  const rollout::Setting setting = rollout::setting_of_skill(env.skill);
+  s.append_context(policy.chat.render({{"system", rollout::designer_system_prompt(setting)},
+                                       {"user", rollout::hint_user_prompt(env.code, setting == rollout::Setting::kToolUse)}},
+                                      true));
   std::vector<int64_t> response = policy.tokenizer.encode(env.hint);
   response.push_back(policy.chat.eos_id());
   s.append_sampled(response, std::vector<float>(response.size(), 0.0f));
@@ -63,6 +72,8 @@ std::vector<const SeedEnv*> designer_targets(const std::vector<SeedEnv>& seeds, 
 std::vector<rollout::Sample> agent_demonstrations(const rollout::PolicyRef& policy,
                                                   envsandbox::EnvServer& server, const SeedEnv& env,
                                                   int n, int max_turns, int* dropped) {
+  const bool tool_use = rollout::is_tooluse_skill(env.skill);
+  const policy::ChatFormat format = policy.chat.format();
   std::vector<rollout::Sample> out;
   for (int seed = 0; seed < n; ++seed) {
     std::string reason;
@@ -70,25 +81,39 @@ std::vector<rollout::Sample> agent_demonstrations(const rollout::PolicyRef& poli
     if (!game) break;
     std::optional<std::string> obs = game->reset(seed, &reason);
     if (!obs) break;
+    std::vector<policy::ChatMessage> opening = {{"system", rollout::agent_system_prompt()},
+                                                {"user", rollout::agent_first_turn(*obs)}};
+    if (tool_use) {  // the tools through the chat template, as play_episodes opens a tool-use episode
+      const std::optional<nlohmann::ordered_json> tools = game->tools(&reason);
+      if (!tools) break;
+      opening = policy::tool_use_opening(format, rollout::agent_tool_system_prompt(),
+                                         rollout::agent_tool_first_turn(*obs, ""),
+                                         std::vector<nlohmann::ordered_json>(tools->begin(), tools->end()));
+    }
     std::vector<std::string> actions = game->solution(&reason);
     rollout::Sample s;
     s.role = rollout::Role::Agent;
     s.skill = env.skill;
     s.env_id = env.path;
-    s.append_context(policy.chat.render(
-        {{"system", rollout::agent_system_prompt()}, {"user", rollout::agent_first_turn(*obs)}}, true));
+    s.append_context(policy.chat.render(opening, true));
     bool won = false;
     for (const std::string& a : actions) {
-      const std::string response = "\\boxed{" + a + "}";
+      // Games: the answer boxed. Tool use: the solution's whole response; Llama 3.1 calls a tool with
+      // the bare JSON object (rollout/tool_calls.h), so its <tool_call> tags are dropped there.
+      std::string response = tool_use ? a : "\\boxed{" + a + "}";
+      if (tool_use && format == policy::ChatFormat::kLlama3 && starts_with(response, "<tool_call>") &&
+          ends_with(response, "</tool_call>"))
+        response = response.substr(11, response.size() - 11 - 12);
       std::vector<int64_t> ids = policy.tokenizer.encode(response);
       ids.push_back(policy.chat.eos_id());
+      const int64_t begin = static_cast<int64_t>(s.tokens.size());
       s.append_sampled(ids, std::vector<float>(ids.size(), 0.0f));
-      envsandbox::GameStep step = game->step(response);
-      if (step.terminated || step.truncated || step.broken()) {
-        won = step.won();
+      const rollout::ResponseStep rs = rollout::step_response(*game, format, response, tool_use);
+      rollout::complete_turn(s, begin, policy.chat, ids.back(), response, rs);
+      if (rs.ended()) {
+        won = rs.step.won();
         break;
       }
-      s.append_context(policy.chat.ids_for_user_turn(step.obs));
     }
     if (won) {
       s.reward = 1.0;

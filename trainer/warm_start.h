@@ -1,9 +1,13 @@
 // Cold start (issue 2, step 4): supervised training of the freshly initialised policy on
 // (a) designer examples: a designer prompt built from a corpus document and a skill -> a seed
-//     environment of that skill in a ```python block;
+//     environment of that skill in a ```python block (tool use: the tool-use prompt, asking for the
+//     task variant the seed declares in its header);
 // (b) agent demonstrations: multi-turn episodes that play seed environments in the sandbox with
-//     the actions of their solution(), each written as \boxed{action};
-// (c) hint examples: the hint prompt on a seed program -> its hand-written hint (<name>.hint.txt).
+//     the actions of their solution(), each written as \boxed{action} (tool use: the solution's
+//     responses as written, after the tool-use opening, each call answered by a tool turn, exactly
+//     as rollout/episode.h plays an episode: rollout/agent_turn.h);
+// (c) hint examples: the hint prompt on a seed program -> its hand-written hint (<name>.hint.txt;
+//     tool use: the plan prompt).
 // Loss: token-mean cross-entropy on the loss-masked (assistant) tokens. Time-boxed.
 #pragma once
 #include <functional>
@@ -39,6 +43,9 @@ std::vector<const SeedEnv*> designer_targets(const std::vector<SeedEnv>& seeds, 
 
 /// Plays `env` with its own solution() for reset seeds [0, n) in the sandbox and returns one
 /// demonstration per winning episode (assistant turns "\boxed{a}" + EOS, mask 1; observations 0).
+/// A tool-use seed (its skill a tool-use skill) opens with its tools (policy::tool_use_opening), its
+/// replies are the solution's responses as written (Llama 3.1: a call without its <tool_call> tags)
+/// and carry Sample::tool_segments.
 /// Episodes whose solution does not win are dropped (counted in *dropped when non-null).
 std::vector<rollout::Sample> agent_demonstrations(const rollout::PolicyRef& policy,
                                                   envsandbox::EnvServer& server, const SeedEnv& env,

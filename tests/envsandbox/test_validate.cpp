@@ -171,6 +171,20 @@ TEST(Validate, ToolUseGates) {
   // Without --tool-use the criterion gate does not run, but the criterion that always raises keeps the
   // program's own solution from winning ("Incorrect answer." after <answer>done</answer>): issue 17's
   // solution gate rejects it.
+  // A criterion that raises at one of the seeds 0, 1, 2 only (KeyError after reset(seed=1)) is kept.
+  ValidationReport once = validate_game(shared_server(), program("tool_criterion_raises_once.py"), o);
+  EXPECT_TRUE(once.admitted) << once.to_json().dump(2);
+  bool reset_gate_ran = false;
+  for (const GateResult& g : once.gates) reset_gate_ran = reset_gate_ran || (g.gate == "deterministic_reset" && g.verdict == "pass");
+  EXPECT_TRUE(reset_gate_ran) << once.to_json().dump(2);
+  // deterministic_reset off (training at rollout 0, as the reference): the gate is not run, so the
+  // criterion that always raises is caught only by the solution gate.
+  ValidateOptions no_reset_gate = o;
+  no_reset_gate.deterministic_reset = false;
+  ValidationReport skipped = validate_game(shared_server(), program("tool_criterion_raises.py"), no_reset_gate);
+  EXPECT_EQ(skipped.reason, "solution_does_not_win") << skipped.to_json().dump(2);
+  for (const GateResult& g : skipped.gates) EXPECT_NE(g.gate, "deterministic_reset");
+  EXPECT_EQ(skipped.gates[skipped.gates.size() - 2].gate, "tool_schemas");
   ValidationReport game = validate_game(shared_server(), program("tool_criterion_raises.py"));
   EXPECT_EQ(game.reason, "solution_does_not_win") << game.to_json().dump(2);
   EXPECT_NE(game.detail.find("'Incorrect answer.'"), std::string::npos) << game.detail;

@@ -45,7 +45,7 @@ def main(path):
     f = h5py.File(path, "r")
     fmt = f.attrs["format"]
     fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
-    if fmt != "spade-rollouts-3":
+    if fmt != "spade-rollouts-4":
         raise ValueError(f"format attribute is {fmt!r}")
     ep = f["episodes"]
     n = len(ep["id"])
@@ -56,6 +56,7 @@ def main(path):
     tokens = ragged(ep, "tokens", "tokens_offsets", n)
     mask = ragged(ep, "loss_mask", "tokens_offsets", n)
     logp = ragged(ep, "rollout_logprobs", "tokens_offsets", n)
+    kinds = ragged(ep, "token_kinds", "tokens_offsets", n)
     env_id, skill = text(ep, "env_id", n), text(ep, "skill", n)
     if list(ep["id"][()]) != list(range(n)):
         raise ValueError("/episodes/id is not 0..N-1")
@@ -70,7 +71,8 @@ def main(path):
             "terminated": int(ep["terminations"][i]), "truncated": int(ep["truncations"][i]),
             "turns": int(ep["total_steps"][i]), "env_source_hash": str(int(ep["env_source_hash"][i])),
             "env_id": env_id[i], "skill": skill[i], "tokens": [int(x) for x in tokens[i]],
-            "loss_mask": [int(x) for x in mask[i]], "rollout_logprobs": [float(x) for x in logp[i]]})
+            "loss_mask": [int(x) for x in mask[i]], "rollout_logprobs": [float(x) for x in logp[i]],
+            "token_kinds": [int(x) for x in kinds[i]]})
     env = f["environments"]
     m = len(env["born"])
     for name in ("closed", "from_seed", "source_hash", "window_plays", "win_rate", "regret"):

@@ -65,7 +65,8 @@ TEST(ConfigChecks, EveryEnumKeyRejectsAnUnknownName) {
       {"loss.tis_level", "geometric"},      {"loss.kl_type", "low_var_kl"},
       {"optim.lr_schedule", "cosine"},      {"checkpoint.dtype", "bf16"},
       {"distributed.backend", "nccl"},      {"sandbox.namespaces", "require"},
-      {"selfplay.mode", "fixed_pool"},      {"eval.reset_seeds", "training"}};
+      {"selfplay.mode", "fixed_pool"},      {"eval.reset_seeds", "training"},
+      {"selfplay.setting", "tool_use"}};
   for (const auto& [key, allowed] : keys) {
     const std::string e = error_of("", {key + "=bogus_name"});
     EXPECT_TRUE(has(e, "--set " + key + "=bogus_name: " + key)) << key << ": " << e;
@@ -155,7 +156,21 @@ TEST(ConfigChecks, CrossKeyConstraintsNameEveryKeyInvolved) {
   EXPECT_TRUE(has(e, "--set loss.kl_coef=0.005: loss.kl_reference must be set")) << e;
   // selfplay.skills: known slugs, each once, at least skills_per_regen (default 3) of them.
   e = error_of("selfplay:\n  skills: [math, astrology, logic]\n");
-  EXPECT_TRUE(has(e, "my.yaml:2: selfplay.skills: unknown skill 'astrology' (valid: math, logic")) << e;
+  EXPECT_TRUE(has(e, "my.yaml:2: selfplay.skills (selfplay.setting games): unknown game skill 'astrology' (valid: math, logic"))
+      << e;
+  // The skills are the setting's (rollout/prompts.h): a game skill in a tool-use run, and the reverse.
+  e = error_of("selfplay:\n  setting: tool_use\n  skills: [data_retrieval, math, error_recovery]\n");
+  EXPECT_TRUE(has(e, "selfplay.skills (selfplay.setting tool_use): unknown tool-use skill 'math' (valid: api_orchestration"))
+      << e;
+  e = error_of("selfplay:\n  skills: [data_retrieval, math, logic]\n");
+  EXPECT_TRUE(has(e, "unknown game skill 'data_retrieval'")) << e;
+  EXPECT_EQ(error_of("selfplay:\n  setting: tool_use\n  skills: [data_retrieval, error_recovery, tool_selection]\n"),
+            "(no error)");
+  // The self-validator is the tool-use setting's (SPADE App. F.2).
+  e = error_of("selfplay:\n  self_validate: true\n");
+  EXPECT_TRUE(has(e, "my.yaml:2: selfplay.self_validate is the tool-use self-validator: it needs selfplay.setting: "
+                     "tool_use (is games)")) << e;
+  EXPECT_EQ(error_of("selfplay:\n  setting: tool_use\n  self_validate: true\n"), "(no error)");
   e = error_of("selfplay:\n  skills: [math, logic, math]\n");
   EXPECT_TRUE(has(e, "selfplay.skills lists 'math' twice")) << e;
   e = error_of("selfplay:\n  skills: [math, causal]\n");

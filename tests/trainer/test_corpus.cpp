@@ -95,6 +95,19 @@ TEST(Corpus, BuildReadsTextAndMarkdownUnlessPythonOnly) {
   EXPECT_EQ(s.other_files, 4);  // a.txt, b.md, c.md, d.rst
   ASSERT_EQ(s.skipped.size(), 1u);
   EXPECT_EQ(s.skipped[0].reason, "not a .py file");
+  // Source (the tool-use setting's code corpus): a .py file is its whole text, code and all; a file of
+  // code without docstrings is a document too (4 words: "def", "f():", "return", "1").
+  write_file_atomic((dir / "code/f.py").string(), "def f():\n    return 1\n");
+  write_file_atomic((dir / "code/e.py").string(), "\"\"\"Module of five words here.\"\"\"\nX = 1\n");
+  s = build_corpus({(dir / "code").string()}, (dir / "s.jsonl").string(), 100, 3, CorpusInputs::source_and_text);
+  EXPECT_EQ(s.documents, 2);
+  lines = split(trim(read_file((dir / "s.jsonl").string())), '\n');
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(lines[0])["text"], "\"\"\"Module of five words here.\"\"\"\nX = 1");
+  EXPECT_EQ(nlohmann::json::parse(lines[1])["text"], "def f():\n    return 1");
+  // Read for docstrings instead, f.py has none (0 words) and is skipped.
+  s = build_corpus({(dir / "code").string()}, (dir / "d.jsonl").string(), 100, 3, CorpusInputs::python);
+  EXPECT_EQ(s.documents, 1);
   // Nothing usable: the error lists what was skipped and why.
   const std::string e = spade::fixtures::error_of(
       [&] { build_corpus({(dir / "src/c.md").string()}, (dir / "x.jsonl").string(), 100, 5); });

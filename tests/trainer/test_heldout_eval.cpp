@@ -213,3 +213,30 @@ TEST(HeldoutEval, InLoopEvaluationLogsEvalMetrics) {
 
 }  // namespace
 }  // namespace spade::trainer
+
+namespace spade::trainer {
+
+// data/tooluse_heldout_envs: one program per tool-use skill, none a name or a copy of a tool-use seed,
+// each with a plan hint (the shipped-config and code checks above cover this folder too: its name
+// contains "heldout_envs").
+TEST(HeldoutEval, HeldoutToolUseProgramsAreApartFromTheTrainingSeeds) {
+  const std::string root = SPADE_SOURCE_DIR;
+  const std::vector<SeedEnv> held = load_seed_envs(root + "/data/tooluse_heldout_envs");
+  const std::vector<SeedEnv> seeds = load_seed_envs(root + "/data/tooluse_seed_envs");
+  std::set<std::string> names;
+  std::set<uint64_t> hashes;
+  for (const SeedEnv& s : seeds) {
+    names.insert(s.name);
+    hashes.insert(fnv1a64(s.code));
+  }
+  std::set<std::string> skills;
+  for (const SeedEnv& h : held) {
+    skills.insert(h.skill);
+    EXPECT_FALSE(names.count(h.name)) << h.path << " has a seed program's name";
+    EXPECT_FALSE(hashes.count(fnv1a64(h.code))) << h.path << " is a copy of a seed program";
+    EXPECT_FALSE(h.hint.empty()) << h.path << " has no hint";
+  }
+  EXPECT_EQ(skills.size(), 6u);
+}
+
+}  // namespace spade::trainer

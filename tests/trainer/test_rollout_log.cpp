@@ -46,6 +46,9 @@ TEST(RolloutLog, AppendTruncateAndReadWithH5py) {
   const std::string code = "class GuessEnv:\n    \"\"\"caf\xc3\xa9\"\"\"\n";
   std::vector<rollout::Sample> step0 = {make_sample(rollout::Role::Agent, 3, 0, "game_0"),
                                         make_sample(rollout::Role::Agent, 1, 0, "game_0")};
+  // A tool-use episode's spans (rollout::ToolSegment): tokens 2-3 a response that calls a tool, token 4
+  // the tool turn of its result (a span may cover sampled tokens only in a test; the kind wins).
+  step0[0].tool_segments = {{2, 4, rollout::ToolSegment::Kind::kCall}, {4, 5, rollout::ToolSegment::Kind::kResult}};
   std::vector<EpisodeRow> rows;
   for (auto& s : step0) {
     EpisodeRow r;
@@ -80,13 +83,16 @@ TEST(RolloutLog, AppendTruncateAndReadWithH5py) {
   EXPECT_EQ(log.num_episodes(), 6);
 
   nlohmann::json j = testutil::read_rollouts_h5(path, (dir / "read.json").string());
-  EXPECT_EQ(j["format"], "spade-rollouts-3");
+  EXPECT_EQ(j["format"], "spade-rollouts-4");
   EXPECT_EQ(j["total_episodes"], 6);
   ASSERT_EQ(j["episodes"].size(), 6u);
   const auto& e0 = j["episodes"][0];
   EXPECT_EQ(e0["role"], "agent");
   EXPECT_EQ(e0["tokens"], nlohmann::json({1, 2, 100, 101, 102}));
   EXPECT_EQ(e0["loss_mask"], nlohmann::json({0, 0, 1, 1, 1}));
+  // By hand from the spans above: context 0, the call's tokens 2, the result's 3.
+  EXPECT_EQ(e0["token_kinds"], nlohmann::json({0, 0, 2, 2, 3}));
+  EXPECT_EQ(j["episodes"][1]["token_kinds"], nlohmann::json({0, 0, 1}));  // no spans: 0 context, 1 sampled
   EXPECT_EQ(e0["rollout_logprobs"][3].get<double>(), static_cast<double>(-0.5f - 1 / 7.0f));
   EXPECT_EQ(e0["advantage"].get<double>(), -1.0 / 3.0);
   EXPECT_EQ(e0["reward"].get<double>(), 0.75);
@@ -160,7 +166,7 @@ TEST(RolloutLog, OtherFormatVersionIsRefusedByName) {
   } catch (const spade::Error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("spade-rollouts-1"), std::string::npos) << what;
-    EXPECT_NE(what.find("spade-rollouts-3"), std::string::npos) << what;
+    EXPECT_NE(what.find("spade-rollouts-4"), std::string::npos) << what;
     EXPECT_NE(what.find(path.string()), std::string::npos) << what;
   }
 }

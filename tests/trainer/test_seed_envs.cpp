@@ -5,6 +5,8 @@
 
 #include <map>
 
+#include "common/atomic_file.h"
+#include "common/error.h"
 #include "envsandbox/game.h"
 #include "envsandbox/sandbox.h"
 #include "envsandbox/validate.h"
@@ -79,4 +81,63 @@ TEST(SeedEnvs, ToolUseSeedsAndHeldOutPassEveryGateAndSolutionsWin) {
       expect_solution_wins(server, env, /*box=*/false);
     }
   }
+}
+
+// The task variants of the tool-use seeds (reference §7: execute, read-then-write, missing-parameter,
+// irrelevant in a 3:2:1:1 mix): each program declares its variant in its header; the 12 seeds hold
+// 5 / 3 / 2 / 2 (counted by hand from the headers, the mix closest to 3:2:1:1 at two per skill).
+TEST(SeedEnvs, ToolUseSeedsDeclareTheVariantMix) {
+  std::map<std::string, int> n;
+  for (const auto& env : trainer::load_seed_envs(std::string(SPADE_SOURCE_DIR) + "/data/tooluse_seed_envs"))
+    ++n[rollout::declared_tooluse_variant(env.code)];
+  EXPECT_EQ(n, (std::map<std::string, int>{{"execute", 5}, {"read-then-write", 3}, {"missing-parameter", 2}, {"irrelevant", 2}}));
+}
+
+// An irrelevant-variant environment (error_recovery/ticket_support.py: the last request, a card refund,
+// matches no tool) rewards only a decline of that request: "done" is refused, a decline shown before
+// the refund request is refused, and a decline once it is shown wins (reward 1.0, terminated).
+TEST(SeedEnvs, IrrelevantVariantRewardsOnlyADecline) {
+  const std::string code =
+      read_file(std::string(SPADE_SOURCE_DIR) + "/data/tooluse_seed_envs/error_recovery/ticket_support.py");
+  envsandbox::EnvServer server;
+  const std::string decline = "<answer>Sorry, I cannot issue refunds.</answer>";
+  std::string reason;
+  auto early = envsandbox::Game::open(server, code, 25, &reason);
+  ASSERT_TRUE(early && early->reset(0, &reason)) << reason;
+  envsandbox::GameStep s = early->step(decline);  // nothing done yet and no refund asked for
+  EXPECT_FALSE(s.terminated);
+  EXPECT_EQ(s.reward, 0.0);
+
+  for (const std::string& last : {std::string("<answer>done</answer>"), decline}) {
+    auto game = envsandbox::Game::open(server, code, 25, &reason);
+    ASSERT_TRUE(game && game->reset(0, &reason)) << reason;
+    std::vector<std::string> actions = game->solution(&reason);
+    ASSERT_EQ(actions.size(), 6u) << reason;  // five tool calls, then the decline
+    for (size_t i = 0; i + 1 < actions.size(); ++i) {
+      s = game->step(actions[i]);
+      ASSERT_FALSE(s.terminated || s.truncated || s.broken()) << actions[i];
+    }
+    EXPECT_NE(s.obs.find("refund"), std::string::npos) << s.obs;  // the last request is now shown
+    s = game->step(last);
+    EXPECT_EQ(s.terminated, last == decline) << last;
+    EXPECT_EQ(s.reward, last == decline ? 1.0 : 0.0) << last;
+  }
+}
+
+// A run's seed folder must hold environments of its setting (trainer/seed_envs.h check_seed_setting).
+TEST(SeedEnvs, SeedFolderMustMatchTheSetting) {
+  const std::string root = SPADE_SOURCE_DIR;
+  const auto tools = trainer::load_seed_envs(root + "/data/tooluse_seed_envs");
+  const auto games = trainer::load_seed_envs(root + "/data/seed_envs");
+  EXPECT_NO_THROW(trainer::check_seed_setting(tools, "tool_use", "seed_envs.dir"));
+  EXPECT_NO_THROW(trainer::check_seed_setting(games, "games", "seed_envs.dir"));
+  try {
+    trainer::check_seed_setting(tools, "games", "seed_envs.dir");
+    FAIL() << "tool-use seeds accepted by a games run";
+  } catch (const spade::Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("seed_envs.dir: " + tools.front().path + " is a tool_use environment", 0), 0u) << what;
+    EXPECT_NE(what.find("selfplay.setting is games"), std::string::npos) << what;
+  }
+  EXPECT_THROW(trainer::check_seed_setting(games, "tool_use", "selfplay.pool_dir"), spade::Error);
 }

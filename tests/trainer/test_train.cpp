@@ -11,6 +11,7 @@
 #include "common/atomic_file.h"
 #include "policy/checkpoint.h"
 #include "policy/tokenizer.h"
+#include "rollout/prompts.h"
 #include "rollout/sampler.h"
 #include "tests/trainer/spawn_helpers.h"
 #include "trainer/train.h"
@@ -101,4 +102,57 @@ TEST(Train, BadKlReferenceFailsBeforeTheCorpusAndTheColdStart) {
     EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(root / "t" / "corpus.jsonl"));
+}
+
+// The tool-use setting end to end (issue 21) on the tiny config: tool-use seeds, the tool-use
+// designer prompt and gates with the self-validator on, seed fill-ins played as tool-use episodes
+// (the agent's opening carries the program's tools, rendered by the chat template), tool-call metrics
+// logged, rollouts.h5 with the token kinds.
+TEST(Train, ToolUseRunPlaysToolUseEnvironments) {
+  const fs::path root = fs::path(SPADE_TEST_TMP) / "train_tooluse";
+  fs::remove_all(root);
+  fs::create_directories(root);
+  std::string yaml = fixtures::tiny_run_yaml(root.string(), /*threads=*/2, /*max_attempts=*/1,
+                                             "setting: tool_use, self_validate: true, fill_with_seeds: true, ");
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"/data/seed_envs}", "/data/tooluse_seed_envs}"}, {"context_tokens: 1536", "context_tokens: 4000"},
+           {"num_key_value_heads: 1}", "num_key_value_heads: 1, max_position_embeddings: 4096}"}}) {
+    ASSERT_NE(yaml.find(from), std::string::npos) << from;
+    yaml.replace(yaml.find(from), from.size(), to);
+  }
+  trainer::Config config = trainer::parse_config(yaml, "tooluse.yaml");
+  const std::string final_dir = trainer::run_train(config, {true}, [](const std::string&) {});
+  const fs::path run = root / "t";
+  // Every designer attempt of the random policy is rejected with its reason; the slots are filled
+  // with tool-use seeds (2 regenerations x 2 slots x 1 attempt).
+  int rejected = 0;
+  for (auto& e : fs::directory_iterator(run / "rejected")) rejected += e.path().extension() == ".txt";
+  EXPECT_EQ(rejected, 4);
+  std::ifstream in(run / "metrics.jsonl");
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    for (const char* key : {"agent/tool_calls_per_play", "agent/plays_with_tool_calls", "agent/malformed_tool_call_share",
+                            "envs/from_seeds"})
+      EXPECT_TRUE(j.contains(key)) << key << " missing in " << line;
+    ++n;
+  }
+  EXPECT_EQ(n, 2);
+  // The agent plays: tool-use skills, each opening with the tools block of the program it plays.
+  const nlohmann::json h5 = testutil::read_rollouts_h5((run / "rollouts.h5").string(), (root / "read.json").string());
+  const policy::Tokenizer tok = policy::Tokenizer::load((run / "tokenizer.model").string());
+  int agent = 0;
+  for (const nlohmann::json& e : h5["episodes"]) {
+    if (e["role"] != "agent") continue;
+    ++agent;
+    EXPECT_TRUE(rollout::is_tooluse_skill(e["skill"].get<std::string>())) << e["skill"];
+    const std::vector<int64_t> ids = e["tokens"].get<std::vector<int64_t>>();
+    const std::string text = tok.decode(ids);
+    EXPECT_NE(text.find("<tools>"), std::string::npos) << text.substr(0, 400);
+    EXPECT_NE(text.find("\"type\": \"function\""), std::string::npos);
+    EXPECT_EQ(e["token_kinds"].size(), ids.size());
+  }
+  EXPECT_GT(agent, 0);
+  EXPECT_EQ(final_dir, (run / "checkpoints" / "step_000002").string());
 }
