@@ -12,6 +12,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "envsandbox/sandbox.h"
+#include "policy/chat_formats.h"
 #include "policy/checkpoint.h"
 #include "rollout/prompts.h"
 #include "trainer/checkpointing.h"
@@ -143,6 +144,16 @@ OwnedPolicy prepare_policy(const Config& config, const RunDir& run, const Corpus
           text.push_back(rollout::hint_user_prompt("", tool_use));
           if (tool_use) text.push_back(rollout::self_validator_prompt(""));
         }
+      // Tool use: the agent's opening lists the tools in the chat template's tools block (ChatML: Qwen's);
+      // its boilerplate and the OpenAI function format weigh like the programs.
+      if (tool_use) {
+        const nlohmann::ordered_json tool = nlohmann::ordered_json::parse(
+            R"({"type": "function", "function": {"name": "get_record", "description": "Look up a record by id.",
+                "parameters": {"type": "object", "properties": {"record_id": {"type": "string", "description": "id"}},
+                               "required": ["record_id"]}}})");
+        for (int rep = 0; rep < 20; ++rep)
+          text.push_back(policy::qwen_tools_system(rollout::agent_tool_system_prompt(), {tool, tool}));
+      }
       policy::TokenizerTrainOptions opt;
       opt.sentences = std::move(text);
       opt.model_prefix = run.tokenizer_prefix();
