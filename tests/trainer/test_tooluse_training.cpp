@@ -1,9 +1,11 @@
-// The cold start's tool-use data (trainer/warm_start.h; issue 21: "cold-start demonstrations from
-// them"): a demonstration plays a tool-use seed's solution() through the same opening and tool turns as
-// a played episode (rollout/episode.h), so its tokens are checked against the chat template rendered
-// independently here from a fresh instance of the program; the designer example asks for the variant
-// the seed declares; the hint example uses the plan prompt.
+// Tool-use training data (issue 21). The cold start's (trainer/warm_start.h): a demonstration plays a
+// tool-use seed's solution() through the same opening and tool turns as a played episode
+// (rollout/episode.h), so its tokens are checked against the chat template rendered independently here
+// from a fresh instance of the program; the designer example asks for the variant the seed declares;
+// the hint example uses the plan prompt. The GRPO update on such an episode: a positive advantage
+// raises the logprob of its tool calls, and its tool results (loss mask 0) are context, never targets.
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include "common/atomic_file.h"
 #include "envsandbox/game.h"
@@ -11,6 +13,7 @@
 #include "policy/chat_formats.h"
 #include "rollout/prompts.h"
 #include "tests/testing/tiny_policy.h"
+#include "trainer/grpo_update.h"
 #include "trainer/seed_envs.h"
 #include "trainer/warm_start.h"
 
@@ -101,4 +104,71 @@ TEST(ToolUseWarmStart, DesignerAndHintExamplesUseTheToolUsePrompts) {
                       {"user", rollout::hint_user_prompt(env.code, /*tool_use=*/true)}},
                      true);
   EXPECT_EQ(span(h.tokens, 0, static_cast<int64_t>(hint_prompt.size())), hint_prompt);
+}
+
+namespace {
+
+// Teacher-forced logprob of every token of `s` under `model` (0 at position 0).
+std::vector<float> token_logprobs(policy::Transformer& model, const rollout::Sample& s) {
+  torch::NoGradGuard ng;
+  const trainer::PackedBatch b = trainer::pack_micro_batches({&s}, 1 << 20)[0];
+  auto [logp, ent] = trainer::sequence_logprobs(model, b, false);
+  std::vector<float> out(s.tokens.size(), 0.0f);
+  for (size_t t = 1; t < s.tokens.size(); ++t) out[t] = logp[0][t - 1].item<float>();
+  return out;
+}
+
+double sum_over(const std::vector<float>& lp, const std::vector<rollout::ToolSegment>& segs,
+                rollout::ToolSegment::Kind kind) {
+  double sum = 0;
+  for (const rollout::ToolSegment& g : segs)
+    if (g.kind == kind)
+      for (int64_t t = g.begin; t < g.end; ++t) sum += lp[t];
+  return sum;
+}
+
+}  // namespace
+
+TEST(ToolUseUpdate, PositiveAdvantageRaisesTheCallsAndToolResultsAreNoTargets) {
+  fixtures::TinyPolicy p = fixtures::make_tiny_policy(9);
+  envsandbox::EnvServer server;
+  std::vector<rollout::Sample> demos = trainer::agent_demonstrations(p.ref(), server, smart_home(), 1, 25);
+  ASSERT_EQ(demos.size(), 1u);
+  rollout::Sample s = demos[0];
+  // On-policy rollout logprobs on the sampled tokens (as the sampler records them), advantage +1.
+  const std::vector<float> before = token_logprobs(p.model, s);
+  for (size_t t = 0; t < s.tokens.size(); ++t) s.rollout_logprobs[t] = s.loss_mask[t] > 0 ? before[t] : 0.0f;
+  s.advantage = 1.0;
+  // The loss ignores what sits at mask-0 positions: scrambling the tool results' rollout logprobs
+  // there leaves every gradient unchanged (bit for bit).
+  auto grads = [&](const rollout::Sample& x) {
+    fixtures::TinyPolicy q = fixtures::make_tiny_policy(9);
+    const trainer::PackedBatch b = trainer::pack_micro_batches({&x}, 1 << 20)[0];
+    auto [logp, ent] = trainer::sequence_logprobs(q.model, b, false);
+    const double norm = trainer::global_normaliser(trainer::UpdateOptions{}.loss.agg_mode, {b.loss_mask});
+    trainer::compute_policy_loss(logp, logp.detach(), b.rollout_logp, b.advantages, b.loss_mask, norm,
+                                 trainer::UpdateOptions{}.loss, ent)
+        .loss.backward();
+    std::vector<torch::Tensor> g;
+    for (auto& prm : q.model->parameters()) g.push_back(prm.grad().clone());
+    return g;
+  };
+  rollout::Sample scrambled = s;
+  for (const rollout::ToolSegment& g : s.tool_segments)
+    if (g.kind == rollout::ToolSegment::Kind::kResult)
+      for (int64_t t = g.begin; t < g.end; ++t) scrambled.rollout_logprobs[t] = -42.0f;
+  const std::vector<torch::Tensor> g1 = grads(s), g2 = grads(scrambled);
+  ASSERT_EQ(g1.size(), g2.size());
+  double norm1 = 0;
+  for (size_t i = 0; i < g1.size(); ++i) {
+    EXPECT_TRUE(torch::equal(g1[i], g2[i])) << "parameter " << i;
+    norm1 += g1[i].pow(2).sum().item<double>();
+  }
+  EXPECT_GT(norm1, 0.0);  // the won episode's replies carry a gradient
+  // One SGD step of the update raises the logprob of the episode's tool calls (gradient ascent on A * logp).
+  torch::optim::SGD opt(p.model->parameters(), torch::optim::SGDOptions(0.5));
+  trainer::grpo_update(p.model, opt, {s}, {});
+  const std::vector<float> after = token_logprobs(p.model, s);
+  EXPECT_GT(sum_over(after, s.tool_segments, rollout::ToolSegment::Kind::kCall),
+            sum_over(before, s.tool_segments, rollout::ToolSegment::Kind::kCall));
 }
