@@ -92,6 +92,21 @@ std::string agent_system_prompt() {
   return "You are the Reasoning Agent. You play games and answer inside \\boxed{}.";
 }
 
+namespace {
+
+// The designer prompt's memory references (reference §6: positives "create a DIFFERENT <thing>", a
+// negative "avoid <kind> like this one") and the answer format.
+std::string references_and_answer_format(const std::vector<ReferenceEnv>& references, const std::string& kind,
+                                         const std::string& thing) {
+  std::string p;
+  for (const ReferenceEnv& r : references)
+    p += r.negative ? "\nAvoid " + kind + " like this one (" + r.why + "):\n```python\n" + r.code + "\n```\n"
+                    : "\nReference environment (create a DIFFERENT " + thing + "):\n```python\n" + r.code + "\n```\n";
+  return p + "\nAnswer with one ```python block.";
+}
+
+}  // namespace
+
 std::string designer_user_prompt(const Skill& skill, const std::optional<std::string>& document,
                                  const std::vector<ReferenceEnv>& references, int max_turns) {
   std::string p = "Design a " + skill.name + " game (" + skill.description + ") as a Python environment" +
@@ -102,15 +117,7 @@ std::string designer_user_prompt(const Skill& skill, const std::optional<std::st
                   "(observation, reward, terminated, truncated, info); the player answers inside "
                   "\\boxed{}; reward 1.0 on a win, else 0.0; standard library only; solution() "
                   "returns the winning answers.\n";
-  for (const ReferenceEnv& r : references) {
-    if (r.negative) {
-      p += "\nAvoid games like this one (" + r.why + "):\n```python\n" + r.code + "\n```\n";
-    } else {
-      p += "\nReference environment (create a DIFFERENT game):\n```python\n" + r.code + "\n```\n";
-    }
-  }
-  p += "\nAnswer with one ```python block.";
-  return p;
+  return p + references_and_answer_format(references, "games", "game");
 }
 
 std::string hint_user_prompt(const std::string& code, bool tool_use) {
@@ -179,15 +186,7 @@ std::string designer_tool_user_prompt(const Skill& skill, const std::optional<st
                   "<tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>, then <answer>done</answer>.\n";
   for (const TaskVariant& v : tooluse_variants())
     if (v.id == variant) p += "\nTask variant: " + v.id + " (" + v.description + ").\n";
-  for (const ReferenceEnv& r : references) {
-    if (r.negative) {
-      p += "\nAvoid environments like this one (" + r.why + "):\n```python\n" + r.code + "\n```\n";
-    } else {
-      p += "\nReference environment (create a DIFFERENT task):\n```python\n" + r.code + "\n```\n";
-    }
-  }
-  p += "\nAnswer with one ```python block.";
-  return p;
+  return p + references_and_answer_format(references, "environments", "task");
 }
 
 std::string self_validator_prompt(const std::string& code) {
