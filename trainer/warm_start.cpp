@@ -101,9 +101,10 @@ std::vector<rollout::Sample> agent_demonstrations(const rollout::PolicyRef& poli
       // Games: the answer boxed. Tool use: the solution's whole response; Llama 3.1 calls a tool with
       // the bare JSON object (rollout/tool_calls.h), so its <tool_call> tags are dropped there.
       std::string response = tool_use ? a : "\\boxed{" + a + "}";
-      if (tool_use && format == policy::ChatFormat::kLlama3 && starts_with(response, "<tool_call>") &&
-          ends_with(response, "</tool_call>"))
-        response = response.substr(11, response.size() - 11 - 12);
+      constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
+      if (tool_use && format == policy::ChatFormat::kLlama3 && starts_with(response, kOpen) &&
+          ends_with(response, kClose))
+        response = response.substr(kOpen.size(), response.size() - kOpen.size() - kClose.size());
       std::vector<int64_t> ids = policy.tokenizer.encode(response);
       ids.push_back(policy.chat.eos_id());
       const int64_t begin = static_cast<int64_t>(s.tokens.size());
