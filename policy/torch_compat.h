@@ -133,4 +133,17 @@ class AutocastGuard {
   c10::ScalarType prev_dtype_;
 };
 
+/// Switches the libuv backend of a c10d::TCPStoreOptions off. PyTorch >= 2.4 defaults useLibUV to true
+/// (TCPStore.hpp), and a LibTorch built without libuv (Debian 13's 2.6) then refuses every TCPStore:
+/// "use_libuv was requested but PyTorch was build without libuv support" (scripts/check_torch2.sh).
+/// The classic backend exists in every version; before 2.4 it is the default (1.13 has no such field).
+template <class TcpStoreOptions>
+inline void use_classic_tcpstore(TcpStoreOptions& options) {
+#if SPADE_TORCH_AT_LEAST(2, 4)
+  options.useLibUV = false;
+#else
+  (void)options;
+#endif
+}
+
 }  // namespace spade::compat

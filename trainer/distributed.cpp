@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "policy/torch_compat.h"
 
 namespace spade::trainer {
 
@@ -235,6 +236,7 @@ DistributedContext::DistributedContext(const DistributedEnv& env, const Distribu
     so.waitWorkers = true;
     so.timeout = to_ms(options.timeout_s);
     so.multiTenant = true;  // as torch's env:// rendezvous does for the rank-0 store
+    compat::use_classic_tcpstore(so);
     auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
     store = tcp;
     if (env.agent_store) store = c10::make_intrusive<c10d::PrefixStore>(env.store_prefix, tcp);
