@@ -12,6 +12,7 @@
 #include "common/strings.h"
 #include "policy/checkpoint.h"
 #include "policy/tokenizer.h"
+#include "trainer/optimizer_shards.h"
 
 namespace fs = std::filesystem;
 
@@ -44,7 +45,34 @@ void load_torch_rng(const std::string& path) {
   gen.set_state(state);
 }
 
+// Where the ranks stage their optimizer shards for `step` before rank 0 publishes the checkpoint.
+std::string shards_stage_dir(const RunDir& run, int64_t step) {
+  return run.checkpoints_dir() + "/.shards_" + fs::path(run.checkpoint_dir(step)).filename().string();
+}
+
+// Moves the complete set of `world` staged shard files from `from` into `to`.
+void collect_optimizer_shards(const std::string& from, const std::string& to, int world) {
+  for (int r = 0; r < world; ++r) {
+    const std::string name = optimizer_shard_file(r, world);
+    std::error_code ec;
+    fs::rename(from + "/" + name, to + "/" + name, ec);
+    if (ec)
+      throw Error("checkpoint: cannot move optimizer shard " + from + "/" + name + " into " + to + ": " +
+                  ec.message() + " (did rank " + std::to_string(r) + " write it? write_optimizer_shard)");
+  }
+  std::error_code ec;
+  fs::remove_all(from, ec);
+}
+
 }  // namespace
+
+void write_optimizer_shard(const RunDir& run, int64_t step, const ShardedAdamW& optimizer) {
+  const std::string dir = shards_stage_dir(run, step);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("checkpoint: cannot create " + dir + ": " + ec.message());
+  save_optimizer_shard(optimizer, dir);
+}
 
 std::string save_training_checkpoint(const RunDir& run, int64_t step, const rollout::PolicyRef& policy,
                                      const std::string& dtype, const TrainerStateRefs* trainer_state) {
@@ -66,7 +94,10 @@ std::string save_training_checkpoint(const RunDir& run, int64_t step, const roll
   fs::create_directories(sdir, ec);
   if (ec) throw Error("checkpoint: cannot create " + sdir + ": " + ec.message());
   try {
-    torch::save(trainer_state->optimizer, sdir + "/optimizer.pt");
+    if (const auto* sharded = dynamic_cast<const ShardedAdamW*>(&trainer_state->optimizer))
+      collect_optimizer_shards(shards_stage_dir(run, step), sdir, sharded->world_size());
+    else
+      torch::save(trainer_state->optimizer, sdir + "/optimizer.pt");
     save_torch_rng(sdir + "/torch_rng.pt");
     if (options.dtype != "float32") torch::save(policy.model, sdir + "/model_fp32.pt");
   } catch (const c10::Error& e) {
@@ -83,7 +114,7 @@ std::string latest_resumable_checkpoint(const RunDir& run) {
   std::error_code ec;
   for (auto& e : fs::directory_iterator(run.checkpoints_dir(), ec)) {
     const std::string name = e.path().filename().string();
-    if (starts_with(name, ".stage_") || ends_with(name, ".tmp") || ends_with(name, ".old")) {
+    if (starts_with(name, ".stage_") || starts_with(name, ".shards_") || ends_with(name, ".tmp") || ends_with(name, ".old")) {
       fs::remove_all(e.path(), ec);  // an interrupted save
       continue;
     }
@@ -121,15 +152,31 @@ SelfPlayState load_trainer_state(const std::string& checkpoint_dir, torch::optim
   } catch (const Error& e) {
     throw Error("checkpoint: malformed trainer state " + state_path + ": " + e.what());
   }
+  auto* sharded = dynamic_cast<ShardedAdamW*>(&optimizer);
+  const bool saved_sharded = has_optimizer_shards(sdir);
+  if (sharded && !saved_sharded)
+    throw Error("checkpoint: " + sdir + " holds no optimizer shard files but this run shards the optimizer "
+                "(distributed.sharding " + sharding_name(sharded->mode()) +
+                "); resume it with distributed.sharding none, as it was written");
+  if (!sharded && saved_sharded)
+    throw Error("checkpoint: " + sdir + " holds a sharded optimizer (optimizer_shard_*.pt); resume it with "
+                "distributed.sharding optimizer or gradients");
   for (const char* f : {"optimizer.pt", "torch_rng.pt"})
-    if (!fs::exists(sdir + "/" + f))
+    if ((!sharded || std::string(f) != "optimizer.pt") && !fs::exists(sdir + "/" + f))
       throw Error("checkpoint: " + sdir + "/" + f + " is missing (an incomplete or foreign checkpoint)");
+  if (sharded) {
+    try {
+      load_optimizer_shards(*sharded, sdir);
+    } catch (const Error& e) {
+      throw Error("checkpoint: " + std::string(e.what()));
+    }
+  }
   try {
     // AdamW moments onto the parameters' device (train.device; saved from whichever device trained).
     c10::optional<torch::Device> device;
     for (const auto& group : optimizer.param_groups())
       for (const torch::Tensor& p : group.params()) if (!device) device = p.device();
-    torch::load(optimizer, sdir + "/optimizer.pt", device);
+    if (!sharded) torch::load(optimizer, sdir + "/optimizer.pt", device);
     load_torch_rng(sdir + "/torch_rng.pt");
   } catch (const c10::Error& e) {
     throw Error("checkpoint: cannot restore the optimizer or torch RNG from " + sdir + ": " +

@@ -5,7 +5,9 @@
 //   checkpoints/step_NNNNNN/trainer_state/
 //       state.json       SelfPlayState: next step, loop RNG, corpus position, live environments with
 //                        their window rewards, the delayed designer buffer, skill EMAs, summary
-//       optimizer.pt     torch::save of the AdamW state (step counts, exp_avg, exp_avg_sq, options)
+//       optimizer.pt     torch::save of the AdamW state (step counts, exp_avg, exp_avg_sq, options), or
+//       optimizer_shard_RRRRR_of_WWWWW.pt  one per rank under distributed.sharding optimizer / gradients
+//                        (trainer/optimizer_shards.h; a resume re-shards them for any world size)
 //       torch_rng.pt     the default torch CPU generator state
 //       memory.json      environment memory (reference §6)
 //       model_fp32.pt    full-precision weights, only when the HF weights are bf16 (exact resume)
@@ -23,6 +25,7 @@
 #include "trainer/env_memory.h"
 #include "trainer/run_dir.h"
 #include "trainer/selfplay_state.h"
+#include "trainer/sharded_optimizer.h"
 
 namespace spade::trainer {
 
@@ -40,6 +43,13 @@ std::string save_training_checkpoint(const RunDir& run, int64_t step, const roll
                                      const std::string& dtype,
                                      const TrainerStateRefs* trainer_state = nullptr);
 
+/// Sharded optimizer (ZeRO-1 / ZeRO-2): every rank calls this for `step` before rank 0's
+/// save_training_checkpoint of that step, and the caller then waits on a barrier; it writes this rank's
+/// shard (atomically) to checkpoints/.shards_step_NNNNNN/, whose complete set save_training_checkpoint
+/// moves into trainer_state/ (so the one-rename publish stays atomic). Every rank must see the run
+/// directory (one node, or a shared file system). Throws spade::Error on I/O failure.
+void write_optimizer_shard(const RunDir& run, int64_t step, const ShardedAdamW& optimizer);
+
 /// The newest checkpoints/step_NNNNNN directory of `run` that holds trainer_state/state.json;
 /// "" when there is none. Also removes leftovers of interrupted saves (.stage_*, *.tmp, *.old).
 std::string latest_resumable_checkpoint(const RunDir& run);
@@ -52,7 +62,10 @@ policy::Transformer load_training_policy(const std::string& checkpoint_dir);
 /// Restores the trainer state of `checkpoint_dir`: fills `optimizer` (which must have been built over
 /// the same parameters in the same order; its moments are loaded onto the device of those parameters,
 /// whichever device wrote them), `memory`, and the default torch CPU generator, and returns
-/// the loop state. Throws spade::Error naming the file when something is missing or malformed.
+/// the loop state. A ShardedAdamW reads the overlapping slices of the saved shard files whatever
+/// world size wrote them (every rank calls this). Throws spade::Error naming the file when something
+/// is missing or malformed, or when the checkpoint's optimizer is sharded and `optimizer` is not (or
+/// the reverse).
 SelfPlayState load_trainer_state(const std::string& checkpoint_dir, torch::optim::Optimizer& optimizer,
                                  EnvMemory& memory);
 

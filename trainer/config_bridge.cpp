@@ -1,5 +1,7 @@
 #include "trainer/config_bridge.h"
 
+#include "trainer/sharded_optimizer.h"
+
 namespace spade::trainer {
 
 PolicyLossConfig loss_config(const LossYaml& l) {
@@ -105,6 +107,18 @@ torch::optim::AdamW make_optimizer(policy::Transformer& model, const OptimConfig
                                                       .betas({o.beta1, o.beta2})
                                                       .weight_decay(o.weight_decay)
                                                       .eps(o.adam_eps));
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(policy::Transformer& model, const OptimConfig& o,
+                                                        const std::string& sharding, const DistributedContext& dist) {
+  const Sharding mode = parse_sharding(sharding);
+  if (mode == Sharding::None) return std::make_unique<torch::optim::AdamW>(make_optimizer(model, o));
+  return std::make_unique<ShardedAdamW>(model->parameters(),
+                                        torch::optim::AdamWOptions(o.lr)
+                                            .betas({o.beta1, o.beta2})
+                                            .weight_decay(o.weight_decay)
+                                            .eps(o.adam_eps),
+                                        dist, mode);
 }
 
 DistributedOptions distributed_options(const DistributedYaml& d) {

@@ -1,6 +1,8 @@
 // Converts the YAML-facing config sections into the option structs of reward/, rollout/, the
 // sandbox and the loss: the one place where config keys meet library options.
 #pragma once
+#include <memory>
+
 #include "envsandbox/sandbox.h"
 #include "reward/designer_reward.h"
 #include "rollout/episode.h"
@@ -43,6 +45,11 @@ LrSchedule lr_schedule(const Config& c);
 /// optim.* -> AdamW over `model`'s parameters (lr, betas, weight decay, eps): the self-play optimizer,
 /// as the trainer and the benches build it.
 torch::optim::AdamW make_optimizer(policy::Transformer& model, const OptimConfig& o);
+/// The run's optimizer: make_optimizer's AdamW for distributed.sharding none, else a ShardedAdamW
+/// with the same options over `dist` (trainer/sharded_optimizer.h; `dist` must outlive it).
+/// Throws spade::Error for an unknown sharding name.
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(policy::Transformer& model, const OptimConfig& o,
+                                                        const std::string& sharding, const DistributedContext& dist);
 
 /// distributed.* -> process-group options (bucket size in MiB converted to bytes).
 DistributedOptions distributed_options(const DistributedYaml& d);

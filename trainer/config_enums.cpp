@@ -15,6 +15,7 @@
 #include "trainer/heldout_eval.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/policy_loss.h"
+#include "trainer/sharding.h"
 
 namespace spade::trainer::config_enums {
 
@@ -63,6 +64,9 @@ void checkpoint_dtype(const std::string& v, const std::string& key, const std::s
 }
 void distributed_backend(const std::string& v, const std::string& key, const std::string& at) {
   with_parser(key, at, [&] { check_backend_name(v); });
+}
+void sharding(const std::string& v, const std::string& key, const std::string& at) {
+  with_parser(key, at, [&] { parse_sharding(v); });
 }
 void selfplay_mode(const std::string& v, const std::string& key, const std::string& at) {
   with_parser(key, at, [&] { parse_selfplay_mode(v); });

@@ -19,6 +19,7 @@ void lr_schedule(const std::string& value, const std::string& key, const std::st
 void device(const std::string& value, const std::string& key, const std::string& at);           // train.device (trainer/device.h)
 void checkpoint_dtype(const std::string& value, const std::string& key, const std::string& at); // checkpoint.dtype (trainer/checkpointing.h)
 void distributed_backend(const std::string& value, const std::string& key, const std::string& at);  // distributed.backend (trainer/distributed.h)
+void sharding(const std::string& value, const std::string& key, const std::string& at);           // distributed.sharding (trainer/sharding.h)
 void selfplay_mode(const std::string& value, const std::string& key, const std::string& at);      // selfplay.mode (trainer/env_pool.h)
 void setting(const std::string& value, const std::string& key, const std::string& at);            // selfplay.setting (rollout/prompts.h)
 void eval_seeds(const std::string& value, const std::string& key, const std::string& at);         // eval.reset_seeds (trainer/heldout_eval.h)

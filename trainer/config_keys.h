@@ -197,6 +197,7 @@ void visit(C& c, F&& f) {
   f("distributed.backend", c.distributed.backend, one_of(e::distributed_backend));
   f("distributed.bucket_mb", c.distributed.bucket_mb, above(0));
   f("distributed.timeout_s", c.distributed.timeout_s, above(0));
+  f("distributed.sharding", c.distributed.sharding, one_of(e::sharding));
   f("distributed.world_size", c.distributed.world_size, at_least(0, "0: whatever the launcher starts"));
 }
 

@@ -74,6 +74,8 @@ struct DistributedContext::Impl {
   virtual void allreduce(at::Tensor& t, c10d::ReduceOp op) = 0;
   virtual void broadcast(at::Tensor& t, int root) = 0;
   virtual void allgather(std::vector<at::Tensor>& out, at::Tensor& in) = 0;
+  // out = sum over ranks of in[rank]; in: world_size tensors shaped like out
+  virtual void reduce_scatter(at::Tensor& out, std::vector<at::Tensor>& in) = 0;
   virtual void barrier() = 0;
 };
 
@@ -114,6 +116,25 @@ struct GroupImpl : DistributedContext::Impl {
     std::vector<at::Tensor> inputs{in};
     group->allgather(outputs, inputs)->wait();
     out = outputs[0];
+  }
+  void reduce_scatter(at::Tensor& out, std::vector<at::Tensor>& in) override {
+    if (backend == "nccl") {
+      std::vector<at::Tensor> outputs{out};
+      std::vector<std::vector<at::Tensor>> inputs{in};
+      group->reduce_scatter(outputs, inputs)->wait();
+      return;
+    }
+    // Gloo in LibTorch 1.13 throws "ProcessGroupGloo does not support reduce_scatter": one reduce
+    // per owner instead (the same bytes on the wire as a ring reduce-scatter's, W - 1 more rounds).
+    for (size_t r = 0; r < in.size(); ++r) {
+      std::vector<at::Tensor> v{in[r]};
+      c10d::ReduceOptions o;
+      o.reduceOp = c10d::ReduceOp::SUM;
+      o.rootRank = static_cast<int64_t>(r);
+      o.rootTensor = 0;
+      group->reduce(v, o)->wait();
+      if (static_cast<int>(r) == group->getRank()) out.copy_(v[0]);
+    }
   }
   void barrier() override { group->barrier()->wait(); }
 };
@@ -393,6 +414,28 @@ std::vector<std::string> DistributedContext::all_gather_strings(const std::strin
     out.emplace_back(reinterpret_cast<const char*>(b.data_ptr<uint8_t>()), static_cast<size_t>(sizes[r]));
   }
   return out;
+}
+
+std::vector<at::Tensor> DistributedContext::all_gather_tensors(const at::Tensor& tensor) const {
+  if (!impl_) return {tensor};
+  at::Tensor in = tensor.contiguous().to(impl_->device());
+  std::vector<at::Tensor> out;
+  for (int r = 0; r < world_size(); ++r) out.push_back(at::empty_like(in));
+  impl_->allgather(out, in);
+  for (at::Tensor& t : out) t = t.to(tensor.device());
+  return out;
+}
+
+at::Tensor DistributedContext::reduce_scatter(const std::vector<at::Tensor>& chunks) const {
+  if (static_cast<int>(chunks.size()) != world_size())
+    throw Error("reduce_scatter: " + std::to_string(chunks.size()) + " chunks for world size " +
+                std::to_string(world_size()));
+  if (!impl_) return chunks[0];
+  std::vector<at::Tensor> in;
+  for (const at::Tensor& c : chunks) in.push_back(c.contiguous().to(impl_->device()).clone());
+  at::Tensor out = at::empty_like(in[0]);
+  impl_->reduce_scatter(out, in);
+  return out.to(chunks[0].device());
 }
 
 void DistributedContext::barrier() const {

@@ -112,6 +112,18 @@ class DistributedContext {
   /// Every rank's `text`, indexed by rank, on every rank.
   std::vector<std::string> all_gather_strings(const std::string& text) const;
 
+  /// Every rank's `tensor`, indexed by rank, on every rank (c10d allgather). `tensor` must have the
+  /// same shape and dtype on every rank (pad a shorter one); the results live on its device.
+  /// World size 1: {tensor}.
+  std::vector<at::Tensor> all_gather_tensors(const at::Tensor& tensor) const;
+
+  /// Reduce-scatter (SUM): `chunks` holds world_size tensors of one shape and dtype, chunk r meant
+  /// for rank r; returns the sum over all ranks of their chunk[rank()] (on the chunks' device).
+  /// NCCL: one reduce_scatter. Gloo (LibTorch 1.13's ProcessGroupGloo has no reduce_scatter): one
+  /// reduce per chunk, rooted at its owner, so a rank keeps only its own chunk's sum as well.
+  /// World size 1: chunks[0]. Throws spade::Error when chunks.size() != world_size().
+  at::Tensor reduce_scatter(const std::vector<at::Tensor>& chunks) const;
+
   /// Returns once every rank has called it.
   void barrier() const;
 

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "trainer/autocast.h"
 #include "trainer/chunked_logprobs.h"
+#include "trainer/sharded_optimizer.h"
 
 namespace spade::trainer {
 
@@ -151,6 +152,19 @@ struct TermSums {
   }
 };
 
+// The data-parallel gradient reduction and the global-norm clip; returns the pre-clip norm. A
+// sharded optimizer (ZeRO-1/2, trainer/sharded_optimizer.h) reduces into its shard and clips across
+// shards; otherwise every rank all-reduces the full gradients and clips them (clip <= 0: measure only).
+double reduce_and_clip_gradients(torch::optim::Optimizer& optimizer, policy::Transformer& model,
+                                 const DistributedContext& dp, double clip) {
+  if (auto* sharded = dynamic_cast<ShardedAdamW*>(&optimizer)) return sharded->reduce_and_clip_gradients(clip);
+  dp.all_reduce_gradients(model->parameters());
+  std::vector<torch::Tensor> params;
+  for (auto& p : model->parameters())
+    if (p.grad().defined()) params.push_back(p);
+  return torch::nn::utils::clip_grad_norm_(params, clip > 0 ? clip : 1e30);
+}
+
 }  // namespace
 
 UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& optimizer,
@@ -243,12 +257,7 @@ UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& opt
     }
     micro_batches += static_cast<double>(minis[j].size());
     // Sum of the ranks' gradients = the whole-mini-batch gradient; then the global norm is clipped.
-    dp.all_reduce_gradients(model->parameters());
-    std::vector<torch::Tensor> params;
-    for (auto& p : model->parameters())
-      if (p.grad().defined()) params.push_back(p);
-    grad_norm_sum += options.grad_clip > 0 ? torch::nn::utils::clip_grad_norm_(params, options.grad_clip)
-                                           : torch::nn::utils::clip_grad_norm_(params, 1e30);
+    grad_norm_sum += reduce_and_clip_gradients(optimizer, model, dp, options.grad_clip);
     optimizer.step();
     optimizer.zero_grad();
     steps += 1;

@@ -83,6 +83,12 @@ struct UpdateOptions {
 /// summation order). A rank without trainable samples still takes part. Stats are whole-batch values
 /// on every rank (see UpdateStats), seconds the local time.
 ///
+/// Sharded data parallel: when `optimizer` is a ShardedAdamW (trainer/sharded_optimizer.h, ZeRO-1 /
+/// ZeRO-2) the reduction and the clip are its reduce_and_clip_gradients (over its own
+/// DistributedContext, which must be `dist`'s job) and the full .grad tensors are released after it;
+/// the step, the clip norm and the reported grad_norm are those of the unsharded update up to float
+/// summation order.
+///
 /// Device: the micro-batches are packed on the model's device (model_device); options.reference must
 /// live on the same device. Activation checkpointing is the model's own switch
 /// (TransformerImpl::set_activation_checkpointing). Throws spade::Error for an unknown options.autocast

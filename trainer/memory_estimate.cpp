@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "trainer/sharding.h"
 
 namespace spade::trainer {
 
@@ -72,9 +73,8 @@ std::string count(int64_t x) {  // 8190735360 -> "8,190,735,360"
   return out;
 }
 
-}  // namespace
-
-MemoryEstimate estimate_memory(const policy::ModelConfig& m, const Config& c, int world_size, bool cuda) {
+// The estimate under c.distributed.sharding alone (peak_by_sharding left empty).
+MemoryEstimate estimate_one(const policy::ModelConfig& m, const Config& c, int world_size, bool cuda) {
   if (world_size < 1) throw Error("estimate_memory: world size must be >= 1, got " + std::to_string(world_size));
   MemoryEstimate e;
   e.world_size = world_size;
@@ -87,7 +87,9 @@ MemoryEstimate estimate_memory(const policy::ModelConfig& m, const Config& c, in
   // Training state, fp32.
   e.weights = 4 * e.parameters;
   e.gradients = 4 * e.parameters;
-  e.optimizer = 8 * e.parameters;
+  e.sharding = sharding_name(parse_sharding(c.distributed.sharding));
+  // AdamW's two fp32 moments: all of them, or this rank's padded shard of ceil(P / N) elements.
+  e.optimizer = 8 * (e.sharding == "none" ? e.parameters : shard_capacity(e.parameters, world_size));
   e.kl_reference = c.loss.kl_coef != 0 ? 4 * e.parameters : 0;
   e.autocast_weights = e.autocast ? 2 * e.matmul_parameters : 0;
 
@@ -129,6 +131,26 @@ MemoryEstimate estimate_memory(const policy::ModelConfig& m, const Config& c, in
   return e;
 }
 
+}  // namespace
+
+MemoryEstimate estimate_memory(const policy::ModelConfig& m, const Config& c, int world_size, bool cuda) {
+  MemoryEstimate e = estimate_one(m, c, world_size, cuda);
+  for (const char* mode : {"none", "optimizer", "gradients"}) {
+    Config other = c;
+    other.distributed.sharding = mode;
+    const MemoryEstimate o = mode == e.sharding ? e : estimate_one(m, other, world_size, cuda);
+    e.by_sharding.push_back({mode, o.weights + o.gradients + o.optimizer + o.kl_reference, o.peak});
+  }
+  return e;
+}
+
+std::string sharding_needed(const MemoryEstimate& e, const MemoryBudget& budget, bool state_only) {
+  if (budget.bytes <= 0) return "";
+  for (const MemoryEstimate::ShardingFit& f : e.by_sharding)
+    if ((state_only ? f.state : f.peak) <= budget.bytes) return f.mode;
+  return "";
+}
+
 std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget) {
   auto line = [](const std::string& name, int64_t bytes, const std::string& how) {
     return "  " + name + ": " + gib(bytes) + " (" + how + ")\n";
@@ -136,7 +158,11 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
   std::string s;
   s += line("weights", e.weights, count(e.parameters) + " parameters x 4 B, fp32");
   s += line("gradients", e.gradients, "fp32, as the weights");
-  s += line("optimizer state", e.optimizer, "AdamW exp_avg + exp_avg_sq, 2 x 4 B fp32 per parameter");
+  s += line("optimizer state", e.optimizer,
+            e.sharding == "none" ? "AdamW exp_avg + exp_avg_sq, 2 x 4 B fp32 per parameter"
+                                 : "AdamW exp_avg + exp_avg_sq of this rank's shard, ceil(P / " +
+                                       std::to_string(e.world_size) + ") x 2 x 4 B (distributed.sharding " +
+                                       e.sharding + ")");
   if (e.kl_reference) s += line("KL reference policy", e.kl_reference, "a frozen fp32 copy, loss.kl_coef != 0");
   if (e.autocast_weights)
     s += line("autocast weight copies", e.autocast_weights,
@@ -152,7 +178,25 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
                 count(e.kv_bytes_per_token) + " B per token in fp32");
   s += "  update phase: " + gib(e.update_phase) + "; rollout phase: " + gib(e.rollout_phase) + " (they do not overlap)\n";
   s += "  peak per GPU: " + gib(e.peak) + "; data parallel over " + std::to_string(e.world_size) +
-       " rank(s) replicates weights, gradients and optimizer state on every rank (no ZeRO sharding yet, issue 23)\n";
+       " rank(s) replicates weights and gradients on every rank" +
+       (e.sharding == "none" ? std::string(", and the optimizer state (distributed.sharding none)")
+                             : ", and shards the optimizer state (distributed.sharding " + e.sharding + ")") + "\n";
+  std::string modes;
+  for (const MemoryEstimate::ShardingFit& f : e.by_sharding)
+    modes += (modes.empty() ? "" : "; ") + f.mode + ": state " + gib(f.state) + ", peak " + gib(f.peak);
+  const std::string needed = sharding_needed(e, budget);
+  const std::string state_needed = sharding_needed(e, budget, /*state_only=*/true);
+  std::string verdict;
+  if (budget.bytes > 0 && !needed.empty()) {
+    verdict = "; needed here: " + needed;
+  } else if (budget.bytes > 0) {
+    verdict = "; no mode fits the peak; " +
+              (state_needed.empty() ? std::string("the replicated weights and gradients alone do not fit (parameter "
+                                                  "sharding, ZeRO-3, is not implemented)")
+                                    : "the training state fits with " + state_needed +
+                                          " (activations and the rollout KV cache are the rest, below)");
+  }
+  s += "  by distributed.sharding on " + std::to_string(e.world_size) + " rank(s): " + modes + verdict + "\n";
   if (budget.bytes <= 0) {
     s += "  fits: not checked (" + budget.source + ")\n";
     return s;
@@ -165,7 +209,9 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
   const int64_t state = e.weights + e.gradients + e.optimizer + e.kl_reference;
   if (state > budget.bytes) {
     s += ": the training state alone (weights, gradients, optimizer" + std::string(e.kl_reference ? ", KL reference" : "") +
-         ", " + gib(state) + ") exceeds it; this needs sharding across GPUs (issue 23)\n";
+         ", " + gib(state) + ") exceeds it" +
+         (state_needed.empty() ? std::string(" in every implemented sharding mode (ZeRO-3 would be needed)")
+                               : "; distributed.sharding " + state_needed + " brings it under") + "\n";
     return s;
   }
   s += "\n";
@@ -176,7 +222,8 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
     fixes += e.micro_batch_tokens > e.row_tokens
                  ? "a smaller optim.micro_batch_tokens"
                  : "shorter rows (selfplay.context_tokens: a row longer than optim.micro_batch_tokens is a micro-batch of its own)";
-    s += "    the update phase needs " + gib(e.update_phase) + ": " + fixes + ", a larger GPU or sharding (issue 23)\n";
+    s += "    the update phase needs " + gib(e.update_phase) + ": " + fixes + ", a larger GPU" +
+         (needed.empty() || needed == e.sharding ? std::string() : " or distributed.sharding " + needed) + "\n";
   }
   if (e.rollout_phase > budget.bytes) {
     const int64_t left = budget.bytes - (e.weights + e.optimizer + e.kl_reference);

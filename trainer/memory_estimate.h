@@ -6,8 +6,12 @@
 // k = kv_heads x head_dim, I the MLP width, V the vocabulary, N tokens of a micro-batch):
 //   weights      4 P   fp32 parameters: random init and policy::load_checkpoint are fp32, and
 //                      train.autocast bf16 keeps fp32 master weights (trainer/autocast.h)
-//   gradients    4 P   in the parameters' dtype
-//   optimizer    8 P   torch::optim::AdamW's exp_avg and exp_avg_sq, fp32 (trainer/config_bridge.cpp)
+//   gradients    4 P   in the parameters' dtype, in every sharding mode: backward accumulates the full
+//                      .grad over the micro-batches and the reduction runs once after the last one
+//                      (ZeRO-2 reduce-scatters then and releases them: 4 ceil(P / N) stay until the step)
+//   optimizer    8 P   torch::optim::AdamW's exp_avg and exp_avg_sq, fp32 (trainer/config_bridge.cpp);
+//                8 ceil(P / N) with distributed.sharding optimizer or gradients over N ranks (ZeRO-1 / 2,
+//                Rajbhandari et al. 2020 §5.1; trainer/sharded_optimizer.h)
 //   KL reference 4 P   a second fp32 copy of the policy when loss.kl_coef != 0 (trainer/train.cpp)
 //   autocast     2 M   under bf16 autocast the bf16 copy of every matmul weight (M of the P: attention
 //                      and MLP projections, router and experts, lm_head) is cached for the forward and
@@ -55,15 +59,17 @@
 // transients (a prefill's attention scores, the running batch's logits), RoPE tables, host memory.
 // Phases: the update (weights, gradients, optimizer, KL reference, autocast copies, activations,
 // logits) and the rollouts (weights, optimizer, KL reference, KV cache; LibTorch 2.x frees gradients
-// after the step, zero_grad(set_to_none)) do not overlap; the peak is the larger. Data parallel
-// replicates all of it on every rank: spade has no ZeRO/FSDP sharding yet (issue 23), so the world
-// size changes only the plays a rank caches.
+// after the step, zero_grad(set_to_none); a sharded optimizer releases them at the reduction) do not
+// overlap; the peak is the larger. Data parallel replicates weights and gradients on every rank
+// (parameters are never sharded: no ZeRO-3); the world size divides the optimizer state under
+// distributed.sharding and the plays a rank caches.
 // Cross-check: bench/RESULTS.md measured the Qwen3-4B shape's GRPO step on an H200 (bf16, sdpa, no
 // checkpointing, 4096-token micro-batches): 100.8 GiB allocated at peak; this estimate gives 102.3 GiB
 // for that step (tests/trainer/test_memory_estimate.cpp).
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "policy/model_config.h"
 #include "trainer/config.h"
@@ -87,6 +93,15 @@ struct MemoryEstimate {
   int64_t plays_per_rank = 0;        // plays a rank caches at once (worst case)
   int64_t kv_cache = 0;              // worst case over plays and designer rounds
   int64_t update_phase = 0, rollout_phase = 0, peak = 0;
+  std::string sharding = "none";     // distributed.sharding of this estimate
+  // Each implemented sharding mode at this world size, in the order none, optimizer, gradients (the
+  // same run otherwise): its training state (weights + gradients + optimizer + KL reference) and its
+  // peak per GPU, what describe_memory compares with the budget.
+  struct ShardingFit {
+    std::string mode;
+    int64_t state = 0, peak = 0;
+  };
+  std::vector<ShardingFit> by_sharding;
 };
 
 /// The estimate for `model` trained under `config` on `world_size` ranks (>= 1). `cuda`: the training
@@ -99,6 +114,11 @@ struct MemoryBudget {
   int64_t bytes = 0;
   std::string source;
 };
+
+/// The first sharding mode of estimate.by_sharding (none, optimizer, gradients) whose peak fits
+/// `budget` (state_only: whose training state fits, leaving activations and the KV cache aside); ""
+/// when none does or when the budget is unknown (bytes <= 0).
+std::string sharding_needed(const MemoryEstimate& estimate, const MemoryBudget& budget, bool state_only = false);
 
 /// The estimate as indented lines "  NAME: X GiB (how)", the phases, the peak and whether it fits
 /// `budget` (and, when it does not, what would have to change).

@@ -298,7 +298,12 @@ void SelfPlay::log_step(StepRecord& rec, std::chrono::steady_clock::time_point s
 
 void SelfPlay::checkpoint_on_schedule(int64_t t) {
   const bool last = t + 1 == config_.selfplay.steps;
-  if (!dist_->is_main() || ((t + 1) % config_.checkpoint.every != 0 && !last)) return;
+  if ((t + 1) % config_.checkpoint.every != 0 && !last) return;
+  if (const auto* sharded = dynamic_cast<const ShardedAdamW*>(&optimizer_)) {
+    write_optimizer_shard(run_, t + 1, *sharded);  // every rank its shard, before rank 0 publishes them
+    dist_->barrier();
+  }
+  if (!dist_->is_main()) return;
   const SelfPlayState state = snapshot(t + 1);
   const TrainerStateRefs refs{state, optimizer_, memory_};
   save_training_checkpoint(run_, t + 1, policy_, config_.checkpoint.dtype, &refs);

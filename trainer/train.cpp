@@ -330,8 +330,10 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
     return final_dir;
   }
 
-  torch::optim::AdamW optimizer = make_optimizer(policy.model, config.optim);
-  SelfPlay selfplay(config, run, policy.ref(), server, corpus, seeds, optimizer, log, &dist, kl_reference,
+  // AdamW, or its ZeRO-1 / ZeRO-2 sharded form over the ranks (distributed.sharding).
+  const std::unique_ptr<torch::optim::Optimizer> optimizer =
+      make_optimizer(policy.model, config.optim, config.distributed.sharding, dist);
+  SelfPlay selfplay(config, run, policy.ref(), server, corpus, seeds, *optimizer, log, &dist, kl_reference,
                     tb.get());
   int64_t first = 0;
   if (!resume_from.empty()) {

@@ -5,7 +5,15 @@
 // runs 3 optimizer steps of trainer::grpo_update (AdamW) over Gloo, and writes JSON to argv[1]:
 //   {"rank", "world_size", "initial": [...], "params": [...], "steps": [{stats}...]}
 // where the parameter arrays are every parameter flattened in model->parameters() order.
-// Usage: trainer_dp_worker OUT.json AGG_MODE [BUCKET_BYTES]
+// Usage: trainer_dp_worker OUT.json AGG_MODE [BUCKET_BYTES [SHARDING MODEL [STEPS SAVE_DIR LOAD_DIR]]]
+// SHARDING (none | optimizer | gradients, trainer/sharding.h) picks the optimizer as the trainer does
+// (trainer::make_optimizer), MODEL is qwen3 (the fixture) or qwen3_moe (4 experts, top-2); with them
+// the JSON also has "total_numel", "state_bytes" (this rank's optimizer-state tensors: the shard's
+// moments, or torch AdamW's exp_avg + exp_avg_sq), "grad_bytes" (the reduced gradient a sharded rank
+// held after the last reduction) and "grads_released" (no parameter keeps a .grad after the update).
+// STEPS optimizer steps instead of 3; a SAVE_DIR other than "-" receives each rank's optimizer shard
+// (trainer/optimizer_shards.h) and rank 0's model.pt after them; a LOAD_DIR other than "-" restores
+// both (re-sharding for this world size) before the steps.
 // With AGG_MODE "split" it instead runs the designer-phase exchanges of trainer/selfplay_dp.h
 // (design_round_split over 5 requests, write_hints_split over 3 programs) with local functions that
 // record which rank ran what with which seed, and writes {"rank","world_size","attempts","hints",
@@ -14,12 +22,16 @@
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "tests/testing/random_model.h"
+#include "trainer/config_bridge.h"
 #include "trainer/distributed.h"
 #include "trainer/grpo_update.h"
+#include "trainer/optimizer_shards.h"
+#include "trainer/sharded_optimizer.h"
 #include "trainer/selfplay_dp.h"
 
 using namespace spade;
@@ -57,6 +69,21 @@ nlohmann::json flat_params(policy::Transformer& model) {
     all.insert(all.end(), f.data_ptr<double>(), f.data_ptr<double>() + f.numel());
   }
   return all;
+}
+
+// A tiny qwen3_moe: 4 experts, top-2 (layer 0 dense, layer 1 sparse), so some experts get no token
+// of a micro-batch and their gradients exist on some ranks only.
+policy::Transformer moe_model() {
+  at::set_num_threads(2);
+  policy::ModelConfig c;
+  c.model_type = "qwen3_moe";
+  c.vocab_size = 37; c.hidden_size = 32; c.intermediate_size = 48; c.num_hidden_layers = 2;
+  c.num_attention_heads = 4; c.num_key_value_heads = 2; c.head_dim = 8; c.rope_theta = 10000;
+  c.qk_norm = true; c.tie_word_embeddings = true;
+  c.num_experts = 4; c.num_experts_per_tok = 2; c.moe_intermediate_size = 24; c.mlp_only_layers = {0};
+  policy::Transformer m(c);
+  m->init_weights(11, 0.3);
+  return m;
 }
 
 // The "split" mode: each local function tags its output with the rank and seed it ran with.
@@ -125,7 +152,9 @@ int main(int argc, char** argv) {
     trainer::DistributedContext dist(trainer::distributed_env_from_process(), dopt);
     if (std::string(argv[2]) == "split") return run_split(dist, argv[1]);
 
-    policy::Transformer model = fixtures::random_model("qwen3");  // sets 2 intra-op threads
+    const std::string sharding = argc > 4 ? argv[4] : "none";
+    const std::string family = argc > 5 ? argv[5] : "qwen3";
+    policy::Transformer model = family == "qwen3_moe" ? moe_model() : fixtures::random_model("qwen3");  // sets 2 intra-op threads
     at::set_num_threads(1);
     if (dist.rank() != 0) model->init_weights(99, 0.3);  // a wrong copy: the broadcast must fix it
     dist.broadcast_tensors(model->parameters(), 0);
@@ -138,7 +167,20 @@ int main(int argc, char** argv) {
     o.loss.agg_mode = trainer::parse_agg_mode(argv[2]);
     o.micro_batch_tokens = 40;  // several micro-batches per rank
     o.grad_clip = 0.5;          // active here (norms are ~1-5): a per-rank clip would differ
-    torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-2).weight_decay(0.1));
+    trainer::OptimConfig oc;
+    oc.lr = 1e-2;
+    oc.weight_decay = 0.1;
+    const std::unique_ptr<torch::optim::Optimizer> optimizer = trainer::make_optimizer(model, oc, sharding, dist);
+    torch::optim::Optimizer& opt = *optimizer;
+
+    const int num_steps = argc > 6 ? std::stoi(argv[6]) : 3;
+    const std::string save_dir = argc > 7 ? argv[7] : "-", load_dir = argc > 8 ? argv[8] : "-";
+    auto* sharded = dynamic_cast<trainer::ShardedAdamW*>(&opt);
+    if ((save_dir != "-" || load_dir != "-") && !sharded) throw std::runtime_error("SAVE_DIR / LOAD_DIR need a sharding");
+    if (load_dir != "-") {
+      torch::load(model, load_dir + "/model.pt");
+      trainer::load_optimizer_shards(*sharded, load_dir);
+    }
 
     nlohmann::json out;
     out["rank"] = dist.rank();
@@ -146,13 +188,38 @@ int main(int argc, char** argv) {
     out["backend"] = dist.backend();
     out["initial"] = flat_params(model);
     out["steps"] = nlohmann::json::array();
-    for (int step = 0; step < 3; ++step) {
+    for (int step = 0; step < num_steps; ++step) {
       const trainer::UpdateStats s = trainer::grpo_update(model, opt, mine, o, &dist);
       out["steps"].push_back({{"pg_loss", s.pg_loss}, {"grad_norm", s.grad_norm}, {"num_tokens", s.num_tokens},
                               {"num_samples", s.num_samples}, {"pg_clipfrac", s.pg_clipfrac},
                               {"tis_mean", s.tis_mean}, {"entropy", s.entropy}});
     }
     out["params"] = flat_params(model);
+    if (save_dir != "-") {
+      std::filesystem::create_directories(save_dir);
+      trainer::save_optimizer_shard(*sharded, save_dir);
+      if (dist.is_main()) torch::save(model, save_dir + "/model.pt");
+      dist.barrier();
+    }
+    int64_t total = 0, state_bytes = 0, grad_bytes = 0;
+    bool released = true;
+    for (const torch::Tensor& p : model->parameters()) {
+      total += p.numel();
+      released = released && !p.grad().defined();
+    }
+    if (const auto* sharded = dynamic_cast<const trainer::ShardedAdamW*>(&opt)) {
+      state_bytes = sharded->state_bytes();
+      grad_bytes = sharded->gradient_bytes();
+    } else {
+      for (const auto& [key, state] : opt.state()) {
+        const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
+        state_bytes += static_cast<int64_t>(s.exp_avg().nbytes() + s.exp_avg_sq().nbytes());
+      }
+    }
+    out["total_numel"] = total;
+    out["state_bytes"] = state_bytes;
+    out["grad_bytes"] = grad_bytes;
+    out["grads_released"] = released;
     std::ofstream(argv[1]) << out.dump();
     return 0;
   } catch (const std::exception& e) {

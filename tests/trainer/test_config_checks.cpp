@@ -64,7 +64,8 @@ TEST(ConfigChecks, EveryEnumKeyRejectsAnUnknownName) {
       {"reward.designer_reward", "solve_rate"}, {"loss.agg_mode", "dr_grpo"},
       {"loss.tis_level", "geometric"},      {"loss.kl_type", "low_var_kl"},
       {"optim.lr_schedule", "cosine"},      {"checkpoint.dtype", "bf16"},
-      {"distributed.backend", "nccl"},      {"sandbox.namespaces", "require"},
+      {"distributed.backend", "nccl"},      {"distributed.sharding", "gradients"},
+      {"sandbox.namespaces", "require"},
       {"selfplay.mode", "fixed_pool"},      {"eval.reset_seeds", "training"},
       {"selfplay.setting", "tool_use"}};
   for (const auto& [key, allowed] : keys) {

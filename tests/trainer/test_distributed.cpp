@@ -21,6 +21,10 @@
 #include "trainer/distributed.h"
 #include "trainer/launch_local.h"
 #include "trainer/selfplay_dp.h"
+#include "trainer/optimizer_shards.h"
+#include "trainer/sharded_optimizer.h"
+#include "trainer/sharding.h"
+#include "tests/testing/random_model.h"
 
 extern char** environ;
 
@@ -84,7 +88,7 @@ int wait_exit(pid_t pid) {
 
 // Runs `world` ranks of the worker (world 1: no launcher variables at all); returns each rank's JSON.
 std::vector<nlohmann::json> run_workers(int world, const std::string& agg, int64_t bucket_bytes,
-                                        const fs::path& dir) {
+                                        const fs::path& dir, const std::vector<std::string>& extra_args = {}) {
   fs::create_directories(dir);
   const int port = free_local_port();
   std::vector<pid_t> pids;
@@ -96,7 +100,9 @@ std::vector<nlohmann::json> run_workers(int world, const std::string& agg, int64
              {"MASTER_PORT", std::to_string(port)}};
     const std::string out = (dir / ("rank" + std::to_string(r) + ".json")).string();
     fs::remove(out);
-    pids.push_back(spawn_with_env({SPADE_DP_WORKER, out, agg, std::to_string(bucket_bytes)}, env,
+    std::vector<std::string> args{SPADE_DP_WORKER, out, agg, std::to_string(bucket_bytes)};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    pids.push_back(spawn_with_env(args, env,
                                   (dir / ("rank" + std::to_string(r) + ".log")).string()));
     EXPECT_GT(pids.back(), 0);
   }
@@ -169,7 +175,132 @@ void expect_two_ranks_match_one(const std::string& agg) {
   EXPECT_GE(moved, 1e-2);  // the 3 steps did move the weights: ~lr per step
 }
 
+// Sharded data parallel (ZeRO-1 "optimizer" / ZeRO-2 "gradients", trainer/sharded_optimizer.h) at
+// 2 and 3 ranks against an independent reference: the 1-rank run with torch::optim::AdamW (sharding
+// none) on the same global batch, 3 optimizer steps with the global clip active (dp_worker: clip 0.5).
+void expect_sharded_matches_one_rank(const std::string& sharding, const std::string& family) {
+  const fs::path dir = fs::path(SPADE_TEST_TMP) / ("zero_" + sharding + "_" + family);
+  const std::vector<nlohmann::json> one = run_workers(1, "token_mean", 4096, dir / "one", {"none", family});
+  ASSERT_EQ(one.size(), 1u);
+  const int64_t total = one[0]["total_numel"].get<int64_t>();
+  const int64_t full_state = one[0]["state_bytes"].get<int64_t>();
+  // torch's AdamW holds float32 exp_avg and exp_avg_sq for every parameter (each had a gradient).
+  EXPECT_EQ(full_state, 8 * total);
+  for (int s = 0; s < 3; ++s)  // the clip acts at every step: the sharded clip must be the global one
+    EXPECT_GT(one[0]["steps"][s]["grad_norm"].get<double>(), 0.5) << "step " << s;
+  for (int world : {2, 3}) {
+    if (world == 3) {
+      ASSERT_NE(total % 3, 0) << "3 ranks must not divide the " << total << " parameters";
+    }
+    const std::vector<nlohmann::json> ranks =
+        run_workers(world, "token_mean", 4096, dir / ("w" + std::to_string(world)), {sharding, family});
+    ASSERT_EQ(ranks.size(), static_cast<size_t>(world));
+    int64_t state_sum = 0, grad_sum = 0;
+    for (int r = 0; r < world; ++r) {
+      const nlohmann::json& w = ranks[r];
+      // The all-gather hands every rank the same full parameters.
+      EXPECT_EQ(max_abs_diff(w["params"], ranks[0]["params"]), 0.0) << "rank " << r;
+      for (int s = 0; s < 3; ++s)  // the reported norm is the unsharded global one
+        EXPECT_NEAR(w["steps"][s]["grad_norm"].get<double>(), one[0]["steps"][s]["grad_norm"].get<double>(),
+                    1e-5 * one[0]["steps"][s]["grad_norm"].get<double>()) << "rank " << r << " step " << s;
+      // About 1/N of the unsharded optimizer state: within the padding of the last shard.
+      const int64_t state = w["state_bytes"].get<int64_t>();
+      EXPECT_LE(std::abs(static_cast<double>(state) - static_cast<double>(full_state) / world), 8.0 * world)
+          << "rank " << r << " of " << world << ": " << state << " bytes of " << full_state;
+      // What a rank holds after the reduction is its shard's gradient (4 bytes per owned element),
+      // and no parameter keeps a full .grad.
+      EXPECT_EQ(2 * w["grad_bytes"].get<int64_t>(), state) << "rank " << r;
+      EXPECT_TRUE(w["grads_released"].get<bool>()) << "rank " << r;
+      state_sum += state;
+      grad_sum += w["grad_bytes"].get<int64_t>();
+    }
+    EXPECT_EQ(state_sum, full_state);  // the shards partition the state exactly
+    EXPECT_EQ(grad_sum, 4 * total);
+    // Weights after 3 steps: tolerance as in expect_two_ranks_match_one (float summation order only).
+    const double diff = max_abs_diff(ranks[0]["params"], one[0]["params"]);
+    const double moved = max_abs_diff(one[0]["params"], one[0]["initial"]);
+    std::printf("[%s %s, %d ranks] max |w_sharded - w_1rank| = %.3g, moved %.3g\n", sharding.c_str(),
+                family.c_str(), world, diff, moved);
+    EXPECT_LE(diff, 1e-4) << world << " ranks";
+    EXPECT_GE(moved, 1e-2);
+  }
+}
+
 }  // namespace
+
+TEST(DistributedSharded, OptimizerShardingMatchesOneRankDense) { expect_sharded_matches_one_rank("optimizer", "qwen3"); }
+TEST(DistributedSharded, GradientShardingMatchesOneRankDense) { expect_sharded_matches_one_rank("gradients", "qwen3"); }
+TEST(DistributedSharded, OptimizerShardingMatchesOneRankMoe) { expect_sharded_matches_one_rank("optimizer", "qwen3_moe"); }
+TEST(DistributedSharded, GradientShardingMatchesOneRankMoe) { expect_sharded_matches_one_rank("gradients", "qwen3_moe"); }
+
+// Checkpoints of a sharded optimizer (trainer/optimizer_shards.h): 3 ZeRO-2 steps at 2 ranks saved per
+// shard, then resumed at 1, 2 and 3 ranks (re-sharded) for a 4th step. The independent reference is
+// the uninterrupted 4-step 1-rank run with torch's AdamW.
+TEST(DistributedSharded, ShardedCheckpointResumesAtAnyWorldSize) {
+  const fs::path dir = fs::path(SPADE_TEST_TMP) / "zero_checkpoint";
+  fs::remove_all(dir);
+  const std::string ckpt = (dir / "ckpt").string();
+  const std::vector<nlohmann::json> ref = run_workers(1, "token_mean", 4096, dir / "ref", {"none", "qwen3", "4"});
+  const std::vector<nlohmann::json> saved =
+      run_workers(2, "token_mean", 4096, dir / "save", {"gradients", "qwen3", "3", ckpt, "-"});
+  ASSERT_EQ(ref.size(), 1u);
+  ASSERT_EQ(saved.size(), 2u);
+  EXPECT_TRUE(fs::exists(ckpt + "/optimizer_shard_00000_of_00002.pt"));
+  EXPECT_TRUE(fs::exists(ckpt + "/optimizer_shard_00001_of_00002.pt"));
+  // The 4th step moves the weights by ~lr: fresh (unrestored) moments would give a first-step AdamW
+  // update instead, off by O(lr), far beyond the tolerance.
+  const double moved = max_abs_diff(ref[0]["params"], saved[0]["params"]);
+  EXPECT_GE(moved, 1e-3);
+  for (int world : {1, 2, 3}) {
+    const std::vector<nlohmann::json> resumed = run_workers(
+        world, "token_mean", 4096, dir / ("resume" + std::to_string(world)), {"gradients", "qwen3", "1", "-", ckpt});
+    ASSERT_EQ(resumed.size(), static_cast<size_t>(world));
+    EXPECT_EQ(max_abs_diff(resumed[0]["initial"], saved[0]["params"]), 0.0);  // the saved weights
+    const double diff = max_abs_diff(resumed[0]["params"], ref[0]["params"]);
+    std::printf("[resume at %d ranks] max |w - w_uninterrupted| = %.3g (4th step moved %.3g)\n", world, diff, moved);
+    EXPECT_LE(diff, 1e-4) << "resumed at " << world << " ranks";
+  }
+
+  // A missing or malformed shard file is named in the error.
+  policy::Transformer model = fixtures::random_model("qwen3");
+  const DistributedContext single;
+  ShardedAdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-2), single, Sharding::Gradients);
+  const std::string broken = (dir / "broken").string();
+  fs::copy(ckpt, broken);
+  const auto load_error = [&] {
+    try {
+      load_optimizer_shards(opt, broken);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(load_error(), "(no error)");
+  fs::remove(broken + "/optimizer_shard_00001_of_00002.pt");
+  std::string e = load_error();
+  EXPECT_NE(e.find(broken + "/optimizer_shard_00001_of_00002.pt is missing"), std::string::npos) << e;
+  fs::copy(ckpt + "/optimizer_shard_00001_of_00002.pt", broken + "/optimizer_shard_00001_of_00002.pt");
+  write_file_atomic(broken + "/optimizer_shard_00000_of_00002.pt", "not a torch archive");
+  e = load_error();
+  EXPECT_NE(e.find(broken + "/optimizer_shard_00000_of_00002.pt is unreadable or malformed"), std::string::npos) << e;
+  fs::remove_all(broken);
+  fs::create_directories(broken);
+  EXPECT_NE(load_error().find("no optimizer shard files"), std::string::npos) << load_error();
+}
+
+TEST(DistributedSharded, ShardRangesPartitionTheFlatVector) {
+  // ceil(10 / 4) = 3: [0,3) [3,6) [6,9) [9,10); 2 elements over 3 ranks leave the last shard empty.
+  EXPECT_EQ(shard_capacity(10, 4), 3);
+  EXPECT_EQ(shard_range(10, 0, 4).end, 3);
+  EXPECT_EQ(shard_range(10, 3, 4).begin, 9);
+  EXPECT_EQ(shard_range(10, 3, 4).size(), 1);
+  EXPECT_EQ(shard_range(2, 2, 3).size(), 0);
+  EXPECT_EQ(shard_range(7, 0, 1).size(), 7);
+  EXPECT_THROW(shard_range(10, 4, 4), Error);
+  EXPECT_EQ(parse_sharding("gradients"), Sharding::Gradients);
+  EXPECT_EQ(sharding_name(Sharding::Optimizer), "optimizer");
+  EXPECT_THROW(parse_sharding("full"), Error);  // ZeRO-3 is not implemented
+}
 
 TEST(DistributedEnv, SingleProcessWithoutLauncherVariables) {
   const DistributedEnv e = parse_distributed_env(lookup({}));
@@ -401,6 +532,41 @@ TEST(DistributedTrain, TwoLocalRanksRunTwoSteps) {
 }
 
 // A rank that fails fails the launch: a config error makes both ranks exit 1, and so does --nproc.
+// `spade train` with distributed.sharding gradients (ZeRO-2) at 2 ranks writes one optimizer shard per
+// rank into the checkpoint's trainer_state/ (no optimizer.pt), and `--resume` continues it at 1 rank.
+TEST(DistributedTrain, ShardedRunCheckpointsPerShardAndResumesOnOneRank) {
+  const fs::path root = fs::path(SPADE_TEST_TMP) / "dp_train_zero2";
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const std::string yaml =
+      spade::fixtures::tiny_run_yaml(root.string(), /*threads=*/1, /*max_attempts=*/1, "fill_with_seeds: true,") +
+      "distributed: {timeout_s: 300, sharding: gradients}\n";
+  write_file_atomic((root / "tiny.yaml").string(), yaml);
+  const pid_t pid = spawn_with_env({SPADE_BIN, "train", "--nproc", "2", "--config", (root / "tiny.yaml").string()},
+                                   {}, (root / "out.log").string());
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(wait_exit(pid), 0) << read_file((root / "out.log").string());
+  const fs::path state = root / "t" / "checkpoints" / "step_000002" / "trainer_state";
+  EXPECT_TRUE(fs::exists(state / "optimizer_shard_00000_of_00002.pt"));
+  EXPECT_TRUE(fs::exists(state / "optimizer_shard_00001_of_00002.pt"));
+  EXPECT_FALSE(fs::exists(state / "optimizer.pt"));
+  EXPECT_FALSE(fs::exists(root / "t" / "checkpoints" / ".shards_step_000002"));  // moved into the checkpoint
+
+  const pid_t resumed = spawn_with_env(
+      {SPADE_BIN, "train", "--resume", (root / "t").string(), "--set", "selfplay.steps=3"}, {},
+      (root / "resumed.log").string());
+  ASSERT_GT(resumed, 0);
+  const std::string log = [&] {
+    const int rc = wait_exit(resumed);
+    const std::string text = read_file((root / "resumed.log").string());
+    EXPECT_EQ(rc, 0) << text;
+    return text;
+  }();
+  EXPECT_NE(log.find("resume: continuing at step 3"), std::string::npos) << log;
+  EXPECT_TRUE(fs::exists(root / "t" / "checkpoints" / "step_000003" / "trainer_state" /
+                         "optimizer_shard_00000_of_00001.pt"));
+}
+
 TEST(DistributedTrain, FailingRanksFailTheLaunch) {
   const fs::path root = fs::path(SPADE_TEST_TMP) / "dp_train_fail";
   fs::create_directories(root);

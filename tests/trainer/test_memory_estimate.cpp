@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "common/atomic_file.h"
@@ -90,6 +91,62 @@ TEST(MemoryEstimate, Qwen3_4bStepMatchesTheHandCount) {
   EXPECT_NE(text.find("KV tokens"), std::string::npos) << text;
 }
 
+// distributed.sharding (ZeRO-1 / ZeRO-2) divides the optimizer state only: the Qwen3-4B step of the
+// hand count above on 8 ranks. Weights and gradients stay whole (the full .grad accumulates over the
+// micro-batches before the reduction in both modes).
+TEST(MemoryEstimate, ShardingDividesTheOptimizerState) {
+  Config c;
+  c.train.autocast = "bf16";
+  c.train.attention = "sdpa";
+  c.optim.micro_batch_tokens = 4096;
+  c.optim.logprob_chunk_rows = 2048;
+  c.selfplay.context_tokens = 4096;
+  c.selfplay.designer.max_new_tokens = 4096;
+  c.selfplay.envs_per_regen = 8;
+  c.selfplay.plays_per_env = 8;
+  c.selfplay.hint_plays = 16;
+  const policy::ModelConfig shape = policy::checkpoint_shape("qwen3-4b");
+  const MemoryEstimate none = estimate_memory(shape, c, 8, true);
+  c.distributed.sharding = "optimizer";
+  const MemoryEstimate zero1 = estimate_memory(shape, c, 8, true);
+  c.distributed.sharding = "gradients";
+  const MemoryEstimate zero2 = estimate_memory(shape, c, 8, true);
+  // P = 4,022,468,096 = 8 x 502,808,512: AdamW's 8 P = 32,179,744,768 B becomes 8 x 502,808,512 =
+  // 4,022,468,096 B per rank.
+  EXPECT_EQ(none.optimizer, 32179744768);
+  EXPECT_EQ(zero1.optimizer, 4022468096);
+  EXPECT_EQ(zero2.optimizer, 4022468096);
+  EXPECT_EQ(zero1.weights, 16089872384);
+  EXPECT_EQ(zero1.gradients, 16089872384);
+  EXPECT_EQ(zero2.gradients, 16089872384);
+  EXPECT_EQ(none.update_phase - zero1.update_phase, 32179744768 - 4022468096);
+  EXPECT_EQ(none.rollout_phase - zero1.rollout_phase, 32179744768 - 4022468096);
+  // 3 ranks do not divide P = 3 x 1,340,822,698 + 2: the padded shard has 1,340,822,699 elements.
+  c.distributed.sharding = "optimizer";
+  EXPECT_EQ(estimate_memory(shape, c, 3, true).optimizer, 8 * 1340822699LL);
+  // Each mode's state and peak, and the first mode that fits a budget.
+  ASSERT_EQ(none.by_sharding.size(), 3u);
+  const char* modes[] = {"none", "optimizer", "gradients"};
+  const MemoryEstimate* each[] = {&none, &zero1, &zero2};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(none.by_sharding[i].mode, modes[i]);
+    EXPECT_EQ(none.by_sharding[i].peak, each[i]->peak) << modes[i];
+  }
+  // State: 4 P + 4 P + 8 P = 64,359,489,536 unsharded; 4 P + 4 P + 8 P / 8 = 36,202,212,864 sharded.
+  EXPECT_EQ(none.by_sharding[0].state, 64359489536);
+  EXPECT_EQ(none.by_sharding[1].state, 36202212864);
+  EXPECT_LT(zero1.peak, none.peak);
+  EXPECT_EQ(sharding_needed(none, {none.peak, "t"}), "none");
+  EXPECT_EQ(sharding_needed(none, {none.peak - 1, "t"}), "optimizer");
+  EXPECT_EQ(sharding_needed(none, {zero1.peak - 1, "t"}), "");
+  EXPECT_EQ(sharding_needed(none, {64359489536 - 1, "t"}, /*state_only=*/true), "optimizer");
+  EXPECT_EQ(sharding_needed(none, {36202212864 - 1, "t"}, /*state_only=*/true), "");
+  EXPECT_EQ(sharding_needed(none, {0, "unknown"}), "");
+  const std::string text = describe_memory(none, {none.peak - 1, "test"});
+  EXPECT_NE(text.find("needed here: optimizer"), std::string::npos) << text;
+  EXPECT_NE(text.find("distributed.sharding optimizer"), std::string::npos) << text;
+}
+
 // fp32, activation checkpointing and the matmul attention path on a small dense shape, by hand:
 // h 64, 4 heads / 2 kv heads of 16 (q 64, k 32), I 128, 2 layers, vocab 100, no q/k norm, tied.
 TEST(MemoryEstimate, Fp32CheckpointedMatmulPathMatchesTheHandCount) {
@@ -153,6 +210,43 @@ TEST(PaperConfigs, EveryTopLevelConfigPassesTheDryRun) {
   }
   EXPECT_GE(seen, 4);  // games-tiny and the three paper configs
   fs::remove_all(log_dir);
+}
+
+// Which sharding mode each paper config needs on 8 GPUs of 141 GB (H200): the dry-run's verdict,
+// checked against facts computed by hand from the parameter counts (PaperShapesHaveTheirParameterCounts).
+TEST(PaperConfigs, ShardingNeededOnEightH200s) {
+  const int64_t budget = 141000000000LL;
+  std::map<std::string, std::string> needed;
+  for (const char* name : {"games-qwen3-4b", "games-qwen3-8b", "games-qwen3-30b-a3b", "tooluse-qwen3-4b",
+                           "tooluse-qwen3-8b", "tooluse-qwen3-30b-a3b"}) {
+    const std::string file = std::string(SPADE_SOURCE_DIR) + "/configs/" + name + ".yaml";
+    if (!fs::exists(file)) continue;
+    PlanMachine machine;
+    machine.world_size = 8;
+    machine.gpu_visible = true;
+    machine.gpu_bytes = budget;
+    machine.gpu_name = "H200";
+    const RunPlan p = plan_run(load_config(file), machine);
+    const std::string mode = sharding_needed(p.memory, p.budget);
+    const std::string state_mode = sharding_needed(p.memory, p.budget, /*state_only=*/true);
+    needed[name] = mode;
+    const std::string text = describe_memory(p.memory, p.budget);
+    std::printf("%s: P = %lld; %s", name, static_cast<long long>(p.parameters),
+                text.substr(text.find("by distributed.sharding")).c_str());
+    if (!mode.empty()) {
+      EXPECT_NE(text.find("needed here: " + mode), std::string::npos) << text;
+    } else if (!state_mode.empty()) {
+      EXPECT_NE(text.find("the training state fits with " + state_mode), std::string::npos) << text;
+    }
+    // By hand, the training state in bytes: weights 4 P + gradients 4 P + AdamW 8 P (8 P / 8 sharded)
+    // + a KL reference 4 P when loss.kl_coef != 0. Qwen3-4B without KL: 16 P = 64.4 GB fits unsharded;
+    // Qwen3-8B with KL: 20 P = 163.8 GB does not, 13 P = 106.5 GB does (ZeRO-1); Qwen3-30B-A3B: the
+    // replicated 8 P = 244 GB alone exceeds 141 GB (ZeRO-3 territory).
+    const int64_t P = p.parameters, kl = p.memory.kl_reference ? 4 : 0;
+    const std::string by_hand = (16 + kl) * P <= budget ? "none" : (9 + kl) * P <= budget ? "optimizer" : "";
+    EXPECT_EQ(state_mode, by_hand) << name;
+  }
+  EXPECT_GE(needed.size(), 3u);
 }
 
 // The paper configs plan from model.shape without the checkpoint, and `spade train` refuses them until
