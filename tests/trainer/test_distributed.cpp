@@ -531,7 +531,6 @@ TEST(DistributedTrain, TwoLocalRanksRunTwoSteps) {
   EXPECT_EQ(count("final checkpoint"), 1) << log;
 }
 
-// A rank that fails fails the launch: a config error makes both ranks exit 1, and so does --nproc.
 // `spade train` with distributed.sharding gradients (ZeRO-2) at 2 ranks writes one optimizer shard per
 // rank into the checkpoint's trainer_state/ (no optimizer.pt), and `--resume` continues it at 1 rank.
 TEST(DistributedTrain, ShardedRunCheckpointsPerShardAndResumesOnOneRank) {
@@ -567,6 +566,7 @@ TEST(DistributedTrain, ShardedRunCheckpointsPerShardAndResumesOnOneRank) {
                          "optimizer_shard_00000_of_00001.pt"));
 }
 
+// A rank that fails fails the launch: a config error makes both ranks exit 1, and so does --nproc.
 TEST(DistributedTrain, FailingRanksFailTheLaunch) {
   const fs::path root = fs::path(SPADE_TEST_TMP) / "dp_train_fail";
   fs::create_directories(root);

@@ -37,11 +37,8 @@ TEST(MemoryEstimate, PaperShapesHaveTheirParameterCounts) {
   EXPECT_THROW(policy::checkpoint_shape("qwen3-7b"), Error);
 }
 
-// Qwen3-4B shape, bf16 autocast, fused attention, no checkpointing, 4096-token rows and micro-batches,
-// 2048-row logprob chunks: the `spade bench step` setting whose peak bench/RESULTS.md measured on an
-// H200 (100.8 GiB allocated). Every expected byte count below is multiplied out by hand from the shape
-// (h 2560, q = 32*128 = 4096, k = 8*128 = 1024, I 9728, 36 layers, V 151936, tied).
-TEST(MemoryEstimate, Qwen3_4bStepMatchesTheHandCount) {
+// The `spade bench step` setting of the Qwen3-4B hand counts below.
+static Config qwen3_4b_step_config() {
   Config c;
   c.train.autocast = "bf16";
   c.train.activation_checkpointing = false;
@@ -53,6 +50,15 @@ TEST(MemoryEstimate, Qwen3_4bStepMatchesTheHandCount) {
   c.selfplay.envs_per_regen = 8;
   c.selfplay.plays_per_env = 8;
   c.selfplay.hint_plays = 16;
+  return c;
+}
+
+// Qwen3-4B shape, bf16 autocast, fused attention, no checkpointing, 4096-token rows and micro-batches,
+// 2048-row logprob chunks: the `spade bench step` setting whose peak bench/RESULTS.md measured on an
+// H200 (100.8 GiB allocated). Every expected byte count below is multiplied out by hand from the shape
+// (h 2560, q = 32*128 = 4096, k = 8*128 = 1024, I 9728, 36 layers, V 151936, tied).
+TEST(MemoryEstimate, Qwen3_4bStepMatchesTheHandCount) {
+  Config c = qwen3_4b_step_config();
   const MemoryEstimate e = estimate_memory(policy::checkpoint_shape("qwen3-4b"), c, /*world_size=*/2, /*cuda=*/true);
   // P = 4,022,468,096: weights and gradients 4 P = 16,089,872,384 each, AdamW 8 P = 32,179,744,768.
   EXPECT_EQ(e.weights, 16089872384);
@@ -95,16 +101,7 @@ TEST(MemoryEstimate, Qwen3_4bStepMatchesTheHandCount) {
 // hand count above on 8 ranks. Weights and gradients stay whole (the full .grad accumulates over the
 // micro-batches before the reduction in both modes).
 TEST(MemoryEstimate, ShardingDividesTheOptimizerState) {
-  Config c;
-  c.train.autocast = "bf16";
-  c.train.attention = "sdpa";
-  c.optim.micro_batch_tokens = 4096;
-  c.optim.logprob_chunk_rows = 2048;
-  c.selfplay.context_tokens = 4096;
-  c.selfplay.designer.max_new_tokens = 4096;
-  c.selfplay.envs_per_regen = 8;
-  c.selfplay.plays_per_env = 8;
-  c.selfplay.hint_plays = 16;
+  Config c = qwen3_4b_step_config();
   const policy::ModelConfig shape = policy::checkpoint_shape("qwen3-4b");
   const MemoryEstimate none = estimate_memory(shape, c, 8, true);
   c.distributed.sharding = "optimizer";
