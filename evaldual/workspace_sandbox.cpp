@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -117,6 +118,26 @@ class CommandCgroup {
   std::string dir_;
 };
 
+// The /etc entries compilers, interpreters and build tools read. The versioned ones are found by
+// name, not listed: Debian 12 has /etc/python3.11 and /etc/java-17-openjdk, Debian 13 /etc/python3.13
+// and /etc/java-21-openjdk (a JVM without its conf/security/java.security, a link into
+// /etc/java-N-openjdk, dies with "Error loading java.security file"; found by check_torch2.sh).
+std::vector<std::string> toolchain_etc_paths() {
+  std::vector<std::string> out = {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+                                  "/etc/localtime", "/etc/python3", "/etc/maven", "/etc/ssl/certs", "/etc/mime.types"};
+  std::error_code ec;
+  std::vector<std::string> versioned;
+  for (const fs::directory_entry& e : fs::directory_iterator("/etc", ec)) {
+    const std::string name = e.path().filename().string();
+    const bool python = name.rfind("python3.", 0) == 0;
+    const bool jvm = name.rfind("java-", 0) == 0 && name.size() > 13 && name.compare(name.size() - 8, 8, "-openjdk") == 0;
+    if (python || jvm) versioned.push_back(e.path().string());
+  }
+  std::sort(versioned.begin(), versioned.end());  // a stable argv
+  out.insert(out.end(), versioned.begin(), versioned.end());
+  return out;
+}
+
 std::vector<std::string> bwrap_argv(const std::string& bwrap, const std::string& workspace, const SandboxOptions& o,
                                     const SandboxLimits& l) {
   std::vector<std::string> a = {bwrap, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
@@ -135,9 +156,7 @@ std::vector<std::string> bwrap_argv(const std::string& bwrap, const std::string&
     }
   }
   // What compilers, interpreters and build tools read from /etc; not the host's secrets.
-  for (const char* etc : {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
-                          "/etc/localtime", "/etc/python3", "/etc/python3.11", "/etc/java-17-openjdk",
-                          "/etc/maven", "/etc/ssl/certs", "/etc/mime.types"})
+  for (const std::string& etc : toolchain_etc_paths())
     a.insert(a.end(), {"--ro-bind-try", etc, etc});
   for (const auto& b : o.ro_binds) a.insert(a.end(), {"--ro-bind", b, b});
   a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--size", std::to_string(l.tmpfs_bytes), "--tmpfs", "/tmp",

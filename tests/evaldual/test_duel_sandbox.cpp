@@ -155,3 +155,22 @@ TEST(DuelSandbox, ProbeReportsLayers) {
   SandboxInfo info = WorkspaceSandbox::probe();
   EXPECT_TRUE(info.bwrap) << info.detail;
 }
+
+// The versioned toolchain configuration in /etc is visible under whatever version the distribution
+// has (Debian 12: /etc/python3.11, /etc/java-17-openjdk; Debian 13: /etc/python3.13,
+// /etc/java-21-openjdk, whose JVM dies without its java.security there). The expected list is the
+// host's own shell glob, not the sandbox's name filter.
+TEST(DuelSandbox, VersionedToolchainConfigurationIsVisible) {
+  const std::string list = "for d in /etc/python3.* /etc/java-*-openjdk; do [ -d \"$d\" ] && echo \"$d\"; done; true";
+  FILE* p = popen(("sh -c '" + list + "'").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string host;
+  char buf[512];
+  while (fgets(buf, sizeof buf, p)) host += buf;
+  pclose(p);
+  if (host.empty()) GTEST_SKIP() << "no /etc/python3.* or /etc/java-*-openjdk directory on this machine";
+  WorkspaceSandbox sb(fresh_dir("ws"));
+  CommandResult r = sb.run(list, quick(20));
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_EQ(r.output, host);
+}
