@@ -4,6 +4,14 @@
 #   scripts/launch/single_node.sh NPROC [spade train options...]
 #   e.g. scripts/launch/single_node.sh 2 --set selfplay.steps=16 --name dp2
 #        scripts/launch/single_node.sh 8 --config configs/games-qwen3-4b.yaml --set model.init_checkpoint=DIR
+#        8 GPUs with the optimizer state sharded (ZeRO-1, which configs/games-qwen3-8b.yaml sets) or the
+#        gradients too (ZeRO-2), checked first with the same --set and --dry-run:
+#        scripts/launch/single_node.sh 8 --config configs/games-qwen3-8b.yaml --set model.init_checkpoint=DIR \
+#          --set distributed.sharding=gradients
+#
+# distributed.sharding (none | optimizer | gradients, trainer/sharding.h): each rank then writes its own
+# optimizer_shard_RRRRR_of_WWWWW.pt into every checkpoint, and a resume re-shards them onto however
+# many ranks it is launched with.
 #
 # torchrun starts NPROC copies of `spade train ...` (--no-python: spade is a binary, not a script) with
 # MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE set; spade's ranks meet in a
