@@ -4,9 +4,11 @@
 // --batch and --seq it runs a workload that fits the machine (trainer::fit_step_bench: the tiny shape on
 // the CPU, the largest shape that fits on a GPU, Qwen3-4B at 8 x 4096 tokens on an H200: the GPU check
 // of scripts/gpu/run_all.sh). An allocation failure is one line naming the shape, batch and device.
+// --nproc N with --sharding: N local ranks over Gloo, the sharding overhead on the CPU (bench/RESULTS.md).
 #include <ATen/Parallel.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +19,7 @@
 #include "trainer/device.h"
 #include "trainer/device_memory.h"
 #include "trainer/distributed.h"
+#include "trainer/launch_local.h"
 #include "trainer/step_bench.h"
 
 namespace spade::apps {
@@ -29,6 +32,7 @@ void add_bench_step_command(CLI::App& app) {
     int batch = 0, seq = 0;
     int threads = 0;
     std::string group = "none";
+    int nproc = 0;
   };
   auto args = std::make_shared<Args>();
   std::string shapes = "auto";
@@ -55,7 +59,26 @@ void add_bench_step_command(CLI::App& app) {
   cmd->add_option("--group", args->group,
                   "none | gloo | nccl: join a process group of this one rank (in-process store) and run "
                   "the step's collectives through it");
-  cmd->callback([args] {
+  cmd->add_option("--sharding", args->o.sharding,
+                  "none | optimizer | gradients (as distributed.sharding, trainer/sharding.h); needs --group "
+                  "or --nproc");
+  cmd->add_option("--nproc", args->nproc,
+                  "N local ranks (as spade train --nproc), each stepping its own batch through a --group "
+                  "(default gloo) of N; rank 0 prints the line")
+      ->check(CLI::Range(1, 1024));
+  cmd->callback([args, cmd] {
+    if (args->nproc > 0) {
+      if (std::getenv("RANK")) throw Error("bench step --nproc: this process is already a rank (drop --nproc under torchrun)");
+      // The same command without --nproc, once per rank (the group from the launcher's environment).
+      std::vector<std::string> rank_args = {"bench", "step"};
+      for (const CLI::Option* opt : cmd->get_options()) {
+        if (opt->get_name() == "--nproc" || opt->get_name() == "--group" || opt->count() == 0) continue;
+        for (const std::string& v : opt->results()) rank_args.insert(rank_args.end(), {opt->get_name(), v});
+      }
+      rank_args.insert(rank_args.end(), {"--group", args->group == "none" ? "gloo" : args->group});
+      set_action([args, rank_args] { return trainer::launch_local_ranks(args->nproc, rank_args); });
+      return;
+    }
     auto where = std::make_shared<std::string>();  // what is being run, for an allocation failure
     set_action(reporting_allocation_failures("bench step", where, [args, where]() -> int {
       if (args->threads > 0) at::set_num_threads(args->threads);
@@ -84,7 +107,8 @@ void add_bench_step_command(CLI::App& app) {
         trainer::DistributedOptions d;
         d.backend = args->group;
         d.group_at_world_size_1 = true;
-        dist = std::make_unique<trainer::DistributedContext>(trainer::DistributedEnv{}, d);
+        // One rank with an in-process store, or rank RANK of a launched job (--nproc, torchrun).
+        dist = std::make_unique<trainer::DistributedContext>(trainer::distributed_env_from_process(), d);
       }
       const trainer::StepBenchResult r = trainer::run_step_bench(o, dist.get());
       nlohmann::json j = {{"device", r.device}, {"shape", shape}, {"params", r.params},
@@ -98,8 +122,9 @@ void add_bench_step_command(CLI::App& app) {
                           {"peak_tflops", o.peak_tflops}, {"mfu", r.mfu}, {"peak_rss_mb", r.peak_rss_mb},
                           {"peak_gpu_allocated_mb", r.peak_gpu_allocated_mb},
                           {"peak_gpu_reserved_mb", r.peak_gpu_reserved_mb},
-                          {"pg_loss", r.pg_loss}, {"grad_norm", r.grad_norm}};
-      std::printf("%s\n", j.dump().c_str());
+                          {"pg_loss", r.pg_loss}, {"grad_norm", r.grad_norm}, {"sharding", o.sharding},
+                          {"world_size", r.world_size}, {"optimizer_state_bytes", r.optimizer_state_bytes}};
+      if (!dist || dist->is_main()) std::printf("%s\n", j.dump().c_str());
       return 0;
     }));
   });

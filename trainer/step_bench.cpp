@@ -15,6 +15,7 @@
 #include "trainer/device.h"
 #include "trainer/device_memory.h"
 #include "trainer/grpo_update.h"
+#include "trainer/sharded_optimizer.h"
 
 namespace spade::trainer {
 
@@ -93,6 +94,22 @@ StepBenchFit fit_step_bench(std::optional<int64_t> free_device_bytes) {
               std::to_string(*free_device_bytes / 1000000) + " MB free"};
 }
 
+namespace {
+
+// Bytes of the optimizer's AdamW moments on this rank: a ShardedAdamW's own shard, or every state of
+// torch's AdamW (exp_avg and exp_avg_sq of each parameter that has taken a step).
+int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
+  if (const auto* sharded = dynamic_cast<const ShardedAdamW*>(&optimizer)) return sharded->state_bytes();
+  int64_t bytes = 0;
+  for (const auto& [key, state] : optimizer.state()) {
+    const auto& adamw = static_cast<const torch::optim::AdamWParamState&>(*state);
+    bytes += adamw.exp_avg().nbytes() + adamw.exp_avg_sq().nbytes();
+  }
+  return bytes;
+}
+
+}  // namespace
+
 StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedContext* dist) {
   if (o.batch < 1 || o.seq < 2 || o.steps < 1 || o.warmup_steps < 0)
     throw Error("step bench: batch >= 1, seq >= 2, steps >= 1 and warmup >= 0 required");
@@ -111,17 +128,23 @@ StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedConte
   r.tokens = static_cast<int64_t>(o.batch) * o.seq;
   r.flops_per_token = train_flops_per_token(c, o.seq);
 
-  torch::optim::AdamW optimizer = make_optimizer(model, OptimConfig{});  // the self-play optimizer's defaults
+  // The self-play optimizer's defaults; sharded over `dist` as the trainer does (config_bridge.h).
+  if (o.sharding != "none" && !dist)
+    throw Error("step bench: sharding " + o.sharding + " needs a process group (--group, or --nproc)");
+  const DistributedContext single;
+  std::unique_ptr<torch::optim::Optimizer> optimizer =
+      make_optimizer(model, OptimConfig{}, o.sharding, dist ? *dist : single);
+  r.world_size = dist ? dist->world_size() : 1;
   UpdateOptions update;
   update.micro_batch_tokens = o.micro_batch_tokens;
   update.logprob_chunk_rows = o.logprob_chunk_rows;
   update.loss.entropy_coef = o.entropy_coef;
   update.autocast = o.autocast;
-  const std::vector<rollout::Sample> batch = synthetic_grpo_batch(c.vocab_size, o.batch, o.seq, 1.0, o.seed + 1);
+  const std::vector<rollout::Sample> batch = synthetic_grpo_batch(c.vocab_size, o.batch, o.seq, 1.0, o.seed + 1 + (dist ? dist->rank() : 0));
   for (int s = 0; s < o.warmup_steps + o.steps; ++s) {
     if (s == o.warmup_steps) reset_device_memory_peaks(device);  // peaks of the timed steps only
     const auto t0 = std::chrono::steady_clock::now();
-    const UpdateStats st = grpo_update(model, optimizer, batch, update, dist);
+    const UpdateStats st = grpo_update(model, *optimizer, batch, update, dist);
     // .item() waits for the device's queued work (CUDA: a stream sync), so the time covers the step.
     const double check = model->parameters().front().sum().item<double>();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -141,6 +164,7 @@ StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedConte
   r.tokens_per_s = static_cast<double>(r.tokens) / median;
   r.mfu = r.tokens_per_s * r.flops_per_token / (o.peak_tflops * 1e12);
   r.peak_rss_mb = static_cast<double>(peak_rss_bytes()) / (1 << 20);
+  r.optimizer_state_bytes = optimizer_state_bytes(*optimizer);
   if (const std::optional<DeviceMemoryPeaks> gpu = device_memory_peaks(device)) {
     r.peak_gpu_allocated_mb = static_cast<double>(gpu->max_allocated_bytes) / (1 << 20);
     r.peak_gpu_reserved_mb = static_cast<double>(gpu->max_reserved_bytes) / (1 << 20);

@@ -55,6 +55,8 @@ struct StepBenchOptions {
   int micro_batch_tokens = OptimConfig{}.micro_batch_tokens;  // optim.micro_batch_tokens (gradient accumulation)
   int logprob_chunk_rows = OptimConfig{}.logprob_chunk_rows;  // optim.logprob_chunk_rows
   double entropy_coef = LossYaml{}.entropy_coef;              // loss.entropy_coef (> 0: the entropy bonus's gradient too)
+  std::string sharding = DistributedYaml{}.sharding;          // distributed.sharding (trainer/sharding.h): the optimizer
+                                                              // is then a ShardedAdamW over `dist` (required)
   int warmup_steps = 1, steps = 1;           // untimed, then timed optimizer steps
   uint64_t seed = 1;
   double peak_tflops = 989.0;  // MFU denominator: H100/H200 SXM dense bf16 tensor-core peak, 989 TFLOPS
@@ -73,6 +75,8 @@ struct StepBenchResult {
   double peak_gpu_reserved_mb = -1;   // CUDA: max reserved (caching allocator) over the timed steps; -1 elsewhere
   double pg_loss = 0, grad_norm = 0;  // first timed step (finite: checked)
   int64_t micro_batches = 0;
+  int64_t optimizer_state_bytes = 0;  // this rank's AdamW moments after the steps (bytes; 1/N of P x 8 when sharded)
+  int world_size = 1;                 // ranks in the step (dist's world size, 1 without)
 };
 
 /// The workload `spade bench step` runs when it is given no shape (--shape auto), batch or seq: one
@@ -96,8 +100,10 @@ StepBenchFit fit_step_bench(std::optional<int64_t> free_device_bytes);
 /// options.batch agent samples of options.seq + 1 tokens (uniform random ids; the first quarter context,
 /// loss mask 0; the rest sampled, mask 1, rollout logprob -ln(vocab), a random model's own; advantages
 /// +1 / -1 alternating), and runs warmup + timed grpo_update steps with AdamW (lr 1e-6, reference §5).
-/// `dist` (optional) takes part in the step as in data-parallel training (its collectives run).
-/// Throws spade::Error for a bad device/autocast, or when a loss or gradient norm is not finite.
+/// `dist` (optional) takes part in the step as in data-parallel training (its collectives run); each rank
+/// steps on its own synthetic batch (seed + rank), so tokens and tokens_per_s are per rank.
+/// Throws spade::Error for a bad device/autocast, options.sharding other than none without `dist`, or
+/// when a loss or gradient norm is not finite.
 StepBenchResult run_step_bench(const StepBenchOptions& options, const DistributedContext* dist = nullptr);
 
 }  // namespace spade::trainer

@@ -27,6 +27,11 @@
 #                qwen3 saved in bf16), scored by `spade score` and by transformers
 #                (scripts/gpu/parity_transformers.py; tolerance 1e-3, bf16 compute 5% of the largest logit).
 #   sampler16_1  as sampler64 at batches 16 and 1 ("if time allows").
+#   sharding     issue 23: one GRPO step ($GROUP_SHAPE) with distributed.sharding none, optimizer (ZeRO-1) and
+#                gradients (ZeRO-2) through the real backend: a one-rank group (in-process store) and, where
+#                several GPUs exist (dry run: 2 CPU ranks over Gloo), N local ranks (`bench step --nproc`).
+#                Every mode's gradient norm must equal none's at the same world size (same weights, same
+#                batches) to 1e-3 relative, and the optimizer state per rank be 1/N of none's (within padding).
 #   turns        issue 4: `spade bench turns` on the qwen3-0.6b shape, 256 sequences x 4 turns, batch 64:
 #                episode turns continuously batched (rollout/episode.cpp) vs in lockstep, tokens/s and
 #                sampling rounds of both (about a minute).
@@ -64,6 +69,7 @@
 #   parity             MEASURED 15-18 s.
 #   sampler16_1 ~3-5 min (timeout 330): as sampler64, two batch sizes (estimate).
 #   turns              MEASURED 89 s.
+#   sharding   ~20-40 s (timeout 120): 3 (one GPU) or 6 single steps of the 2-layer shape (estimate).
 #   unittests  ~3-6 min (timeout 560): ~40 more translation units, then the tests (estimate).
 # One 570 s call got through every phase but sampler16_1 and unittests; a second call with the time
 # left runs those (the PASS markers skip the rest while the machine is warm).
@@ -125,7 +131,7 @@ if [[ $DRY == 1 ]]; then
   UNIT_REGEX=${UNIT_REGEX:-'^(policy\.(RmsNorm|Rope)|rollout\.Boxed)\.'}
   UNIT_TARGETS=${UNIT_TARGETS:-test_policy test_rollout}
   TURNS_ARGS="--model tiny --sequences 8 --max-batch 4 --turns 2 --prompt 16 --observation 4 --max-new 16"
-  ALL_PHASES=cuda_syntax,debs,trainer,sampler64,trainer_nockpt,parity,sampler16_1,turns,unittests
+  ALL_PHASES=cuda_syntax,debs,trainer,sampler64,trainer_nockpt,parity,sharding,sampler16_1,turns,unittests
 else
   MODE=gpu
   BUILD=${BUILD:-$ROOT/build-gpu}
@@ -140,7 +146,7 @@ else
   UNIT_REGEX=${UNIT_REGEX:-'^(policy|rollout)\.'}
   UNIT_TARGETS=${UNIT_TARGETS:-test_policy test_rollout}
   TURNS_ARGS="--model qwen3-0.6b --sequences 256 --max-batch 64"
-  ALL_PHASES=trainer,sampler64,trainer_nockpt,parity,sampler16_1,turns,unittests
+  ALL_PHASES=trainer,sampler64,trainer_nockpt,parity,sharding,sampler16_1,turns,unittests
 fi
 PY=$(command -v "$PY") || { echo "run_all.sh: no python at ${PYTHON:-python3}"; exit 1; }
 PHASES=${PHASES:-$ALL_PHASES}
@@ -354,6 +360,41 @@ print(f"{d['model']} {d['sequences']} seqs x {d['turns']} turns, max_batch {d['m
 PYEOF
 }
 
+phase_sharding() {
+  local dir=$1 n mode world
+  n=$([[ $DRY == 1 ]] && echo 2 || nvidia-smi -L 2> /dev/null | grep -c '^GPU')
+  for mode in none optimizer gradients; do
+    for world in 1 "$n"; do
+      (( world == 1 )) || (( n > 1 )) || continue
+      local nproc=() f=$dir/w${world}_$mode
+      (( world > 1 )) && nproc=(--nproc "$world")
+      # shellcheck disable=SC2086  # GROUP_SHAPE is a list of options
+      "$SPADE" bench step $GROUP_SHAPE --device "$DEV" --group "$GROUP" --sharding "$mode" --warmup 0 --steps 1 \
+        "${nproc[@]}" > "$f.json" 2> "$f.err" \
+        || { tail -20 "$f.err"; echo "sharding $mode at world size $world failed: $(tail -1 "$f.err")" > "$dir/result.txt"; return 1; }
+    done
+  done
+  "$PY" - "$dir" "$n" > "$dir/result.txt" <<'PYEOF'
+import json, sys
+d, n = sys.argv[1], int(sys.argv[2])
+parts, ok = [], True
+for w in sorted({1, n}):
+    if w > 1 and n < 2:
+        continue
+    rows = {m: json.loads(open(f"{d}/w{w}_{m}.json").read().strip().splitlines()[-1]) for m in ("none", "optimizer", "gradients")}
+    base = rows["none"]
+    for m, r in rows.items():
+        rel = abs(r["grad_norm"] - base["grad_norm"]) / max(abs(base["grad_norm"]), 1e-12)
+        share = r["optimizer_state_bytes"] / base["optimizer_state_bytes"]
+        good = r["world_size"] == w and rel <= 1e-3 and (m == "none" or share <= 1.0 / w + 0.01)
+        ok &= good
+        parts.append(f"w{w} {m}: step {r['step_s'][0]:.2f} s, grad norm {r['grad_norm']:.5g} (rel {rel:.1e}), "
+                     f"optimizer state {r['optimizer_state_bytes'] / 2**20:.2f} MiB ({share:.3f} of none)" + ("" if good else " BAD"))
+print(f"{rows['none']['group']}: " + "; ".join(parts) + ("" if n > 1 else "; one GPU: world size N not run"))
+sys.exit(0 if ok else 1)
+PYEOF
+}
+
 phase_parity() {
   local dir=$1 rc=0
   "$PY" scripts/gpu/parity_transformers.py "$SPADE" > "$dir/parity.json" 2> "$dir/parity.err" || rc=$?
@@ -389,7 +430,7 @@ phase_unittests() {
   return $rc
 }
 export -f smi_start smi_peak phase_cuda_syntax phase_debs grpo_step phase_trainer phase_trainer_nockpt sampler_run phase_sampler64 phase_sampler16_1 \
-  phase_turns phase_parity phase_unittests
+  phase_turns phase_sharding phase_parity phase_unittests
 export BATCHES_FIRST BATCHES_REST
 
 # run_phase NAME MIN_S MAX_S: skips a phase PASSed by an earlier call, or one there is no time left for.
@@ -460,6 +501,7 @@ run_phase trainer 200 330
 run_phase sampler64 180 300
 run_phase trainer_nockpt 100 200
 run_phase parity 45 120
+run_phase sharding 40 120
 run_phase sampler16_1 150 330
 run_phase turns 60 200
 run_phase unittests 200 560
