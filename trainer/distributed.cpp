@@ -74,6 +74,7 @@ struct DistributedContext::Impl {
   virtual void allreduce(at::Tensor& t, c10d::ReduceOp op) = 0;
   virtual void broadcast(at::Tensor& t, int root) = 0;
   virtual void allgather(std::vector<at::Tensor>& out, at::Tensor& in) = 0;
+  virtual void reduce(at::Tensor& t, int root) = 0;
   // out = sum over ranks of in[rank]; in: world_size tensors shaped like out
   virtual void reduce_scatter(at::Tensor& out, std::vector<at::Tensor>& in) = 0;
   virtual void barrier() = 0;
@@ -116,6 +117,14 @@ struct GroupImpl : DistributedContext::Impl {
     std::vector<at::Tensor> inputs{in};
     group->allgather(outputs, inputs)->wait();
     out = outputs[0];
+  }
+  void reduce(at::Tensor& t, int root) override {
+    std::vector<at::Tensor> v{t};
+    c10d::ReduceOptions o;
+    o.reduceOp = c10d::ReduceOp::SUM;
+    o.rootRank = root;
+    o.rootTensor = 0;
+    group->reduce(v, o)->wait();
   }
   void reduce_scatter(at::Tensor& out, std::vector<at::Tensor>& in) override {
     if (backend == "nccl") {
@@ -436,6 +445,19 @@ at::Tensor DistributedContext::reduce_scatter(const std::vector<at::Tensor>& chu
   at::Tensor out = at::empty_like(in[0]);
   impl_->reduce_scatter(out, in);
   return out.to(chunks[0].device());
+}
+
+void DistributedContext::reduce(at::Tensor& tensor, int root) const {
+  if (root < 0 || root >= world_size())
+    throw Error("reduce: root " + std::to_string(root) + " outside [0, " + std::to_string(world_size()) + ")");
+  if (!impl_) return;
+  if (tensor.is_contiguous() && tensor.device() == impl_->device()) {
+    impl_->reduce(tensor, root);
+    return;
+  }
+  at::Tensor t = tensor.contiguous().to(impl_->device());
+  impl_->reduce(t, root);
+  if (rank() == root) tensor.copy_(t);
 }
 
 void DistributedContext::barrier() const {

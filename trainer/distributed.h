@@ -124,6 +124,11 @@ class DistributedContext {
   /// World size 1: chunks[0]. Throws spade::Error when chunks.size() != world_size().
   at::Tensor reduce_scatter(const std::vector<at::Tensor>& chunks) const;
 
+  /// Sums `tensor` (one shape and dtype on every rank) over all ranks into rank `root`'s `tensor`, in
+  /// place (c10d reduce, SUM); on the other ranks its values afterwards are unspecified (scratch).
+  /// World size 1: nothing to do. Throws spade::Error for a root outside [0, world_size).
+  void reduce(at::Tensor& tensor, int root) const;
+
   /// Returns once every rank has called it.
   void barrier() const;
 

@@ -226,12 +226,22 @@ UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& opt
         old_logps[j].push_back(
             sequence_logprobs(model, b, /*with_entropy=*/false, false, options.logprob_chunk_rows).first);
   }
+  // ZeRO-2 reduces gradients bucket by bucket during each micro-batch's backward (sharded_optimizer.h):
+  // every rank then runs as many reduction rounds per mini-batch as the rank with the most micro-batches.
+  ShardedAdamW* in_backward = dynamic_cast<ShardedAdamW*>(&optimizer);
+  if (in_backward && in_backward->mode() != Sharding::Gradients) in_backward = nullptr;
+  std::vector<double> rounds(num_mini, 0.0);
+  if (in_backward) {
+    for (int j = 0; j < num_mini; ++j) rounds[j] = static_cast<double>(minis[j].size());
+    rounds = dp.all_reduce_max(rounds);
+  }
   TermSums sums;
   double grad_norm_sum = 0, steps = 0, micro_batches = 0;
   for (int j = 0; j < num_mini; ++j) {
     if (global[2 * j + 1] == 0) continue;  // a globally empty mini-batch (n < M): no rank steps
     const double normaliser = global[2 * j];
     optimizer.zero_grad();
+    if (in_backward) in_backward->begin_backward_reduction();
     for (size_t i = 0; i < minis[j].size(); ++i) {
       const PackedBatch& b = minis[j][i];
       PolicyLossTerms terms;
@@ -252,9 +262,13 @@ UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& opt
         terms = compute_policy_loss(logp, old_logp, b.rollout_logp, b.advantages, b.loss_mask, normaliser, loss,
                                     entropy, ref_logp);
       }
+      if (in_backward) in_backward->expect_gradients_from(terms.loss);
       terms.loss.backward();
+      if (in_backward) in_backward->end_micro_batch();
       sums.add(terms);
     }
+    if (in_backward)  // the rounds this rank has no micro-batch for: its share of the buckets is zeros
+      for (double r = static_cast<double>(minis[j].size()); r < rounds[j]; ++r) in_backward->end_micro_batch();
     micro_batches += static_cast<double>(minis[j].size());
     // Sum of the ranks' gradients = the whole-mini-batch gradient; then the global norm is clipped.
     grad_norm_sum += reduce_and_clip_gradients(optimizer, model, dp, options.grad_clip);

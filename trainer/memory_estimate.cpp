@@ -88,6 +88,13 @@ MemoryEstimate estimate_one(const policy::ModelConfig& m, const Config& c, int w
   e.weights = 4 * e.parameters;
   e.gradients = 4 * e.parameters;
   e.sharding = sharding_name(parse_sharding(c.distributed.sharding));
+  if (e.sharding == "gradients") {
+    const int64_t h = m.hidden_size;
+    const int64_t largest = std::max({m.vocab_size * h, m.intermediate_size * h, m.moe_intermediate_size * h,
+                                      m.num_attention_heads * m.head_size() * h});
+    e.gradient_bucket = std::max(static_cast<int64_t>(c.distributed.bucket_mb * (1 << 20)), 4 * largest);
+    e.gradients = 4 * shard_capacity(e.parameters, world_size) + 2 * e.gradient_bucket;
+  }
   // AdamW's two fp32 moments: all of them, or this rank's padded shard of ceil(P / N) elements.
   e.optimizer = 8 * (e.sharding == "none" ? e.parameters : shard_capacity(e.parameters, world_size));
   e.kl_reference = c.loss.kl_coef != 0 ? 4 * e.parameters : 0;
@@ -157,7 +164,11 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
   };
   std::string s;
   s += line("weights", e.weights, count(e.parameters) + " parameters x 4 B, fp32");
-  s += line("gradients", e.gradients, "fp32, as the weights");
+  s += line("gradients", e.gradients,
+            e.sharding == "gradients"
+                ? "this rank's shard, ceil(P / " + std::to_string(e.world_size) + ") x 4 B, and during backward " +
+                      "one bucket of " + gib(e.gradient_bucket) + " with its flat copy (distributed.sharding gradients)"
+                : "fp32, as the weights");
   s += line("optimizer state", e.optimizer,
             e.sharding == "none" ? "AdamW exp_avg + exp_avg_sq, 2 x 4 B fp32 per parameter"
                                  : "AdamW exp_avg + exp_avg_sq of this rank's shard, ceil(P / " +
@@ -178,9 +189,11 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
                 count(e.kv_bytes_per_token) + " B per token in fp32");
   s += "  update phase: " + gib(e.update_phase) + "; rollout phase: " + gib(e.rollout_phase) + " (they do not overlap)\n";
   s += "  peak per GPU: " + gib(e.peak) + "; data parallel over " + std::to_string(e.world_size) +
-       " rank(s) replicates weights and gradients on every rank" +
-       (e.sharding == "none" ? std::string(", and the optimizer state (distributed.sharding none)")
-                             : ", and shards the optimizer state (distributed.sharding " + e.sharding + ")") + "\n";
+       " rank(s) replicates the weights on every rank" +
+       (e.sharding == "none"        ? std::string(", and the gradients and optimizer state (distributed.sharding none)")
+        : e.sharding == "optimizer" ? std::string(" and the gradients, and shards the optimizer state (distributed.sharding optimizer)")
+                                    : std::string(", and shards the gradients and optimizer state (distributed.sharding gradients)")) +
+       "\n";
   std::string modes;
   for (const MemoryEstimate::ShardingFit& f : e.by_sharding)
     modes += (modes.empty() ? "" : "; ") + f.mode + ": state " + gib(f.state) + ", peak " + gib(f.peak);
@@ -191,8 +204,8 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
     verdict = "; needed here: " + needed;
   } else if (budget.bytes > 0) {
     verdict = "; no mode fits the peak; " +
-              (state_needed.empty() ? std::string("the replicated weights and gradients alone do not fit (parameter "
-                                                  "sharding, ZeRO-3, is not implemented)")
+              (state_needed.empty() ? std::string("no implemented mode's training state fits (the fp32 weights stay "
+                                                  "replicated: parameter sharding, ZeRO-3, is not implemented)")
                                     : "the training state fits with " + state_needed +
                                           " (activations and the rollout KV cache are the rest, below)");
   }

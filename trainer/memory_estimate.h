@@ -6,9 +6,13 @@
 // k = kv_heads x head_dim, I the MLP width, V the vocabulary, N tokens of a micro-batch):
 //   weights      4 P   fp32 parameters: random init and policy::load_checkpoint are fp32, and
 //                      train.autocast bf16 keeps fp32 master weights (trainer/autocast.h)
-//   gradients    4 P   in the parameters' dtype, in every sharding mode: backward accumulates the full
-//                      .grad over the micro-batches and the reduction runs once after the last one
-//                      (ZeRO-2 reduce-scatters then and releases them: 4 ceil(P / N) stay until the step)
+//   gradients    4 P   in the parameters' dtype (none, optimizer): backward accumulates the full .grad
+//                      over the micro-batches and the reduction runs once after the last one;
+//                4 ceil(P / N) + 2 B with distributed.sharding gradients (ZeRO-2 reduces bucket by bucket
+//                      during backward, trainer/sharded_optimizer.h): this rank's summed shard plus one
+//                      bucket's full .grad tensors and its flat copy, B = max(distributed.bucket_mb, the
+//                      largest parameter tensor: a larger one is a bucket of its own); gradients that
+//                      arrive out of order wait for the buckets before them (not counted)
 //   optimizer    8 P   torch::optim::AdamW's exp_avg and exp_avg_sq, fp32 (trainer/config_bridge.cpp);
 //                8 ceil(P / N) with distributed.sharding optimizer or gradients over N ranks (ZeRO-1 / 2,
 //                Rajbhandari et al. 2020 §5.1; trainer/sharded_optimizer.h)
@@ -88,6 +92,7 @@ struct MemoryEstimate {
   int64_t layer_bytes_per_token = 0; // one layer's saved activations per token (the formula above)
   // Bytes on each rank:
   int64_t weights = 0, gradients = 0, optimizer = 0, kl_reference = 0, autocast_weights = 0;
+  int64_t gradient_bucket = 0;  // distributed.sharding gradients: B above (0 otherwise)
   int64_t activations = 0, logits = 0;
   int64_t kv_bytes_per_token = 0;
   int64_t plays_per_rank = 0;        // plays a rank caches at once (worst case)

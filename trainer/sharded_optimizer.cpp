@@ -2,7 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include "common/error.h"
 
@@ -29,6 +31,19 @@ torch::Tensor param_slice(const torch::Tensor& p, int64_t offset, int64_t len) {
 
 }  // namespace
 
+// The post-hook on a parameter's gradient accumulator (AccumulateGrad): runs after the gradient of
+// this backward was added into .grad, as torch DDP's reducer hooks do.
+struct GradientArrived : torch::autograd::FunctionPostHook {
+  GradientArrived(ShardedAdamW* o, size_t p) : owner(o), param(p) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    owner->gradient_arrived(param);
+    return outputs;
+  }
+  ShardedAdamW* owner;
+  size_t param;
+};
+
 ShardedAdamW::ShardedAdamW(std::vector<torch::Tensor> params, const torch::optim::AdamWOptions& options,
                            const DistributedContext& dist, Sharding mode)
     : torch::optim::Optimizer(params, std::make_unique<torch::optim::AdamWOptions>(options)),
@@ -54,6 +69,128 @@ ShardedAdamW::ShardedAdamW(std::vector<torch::Tensor> params, const torch::optim
       torch::TensorOptions().dtype(torch::kFloat).device(params.empty() ? torch::Device(torch::kCPU) : params[0].device());
   exp_avg_ = torch::zeros({shard_.size()}, f32);
   exp_avg_sq_ = torch::zeros({shard_.size()}, f32);
+  int64_t at = 0;
+  for (int64_t n : numels_) {
+    offsets_.push_back(at);
+    at += n;
+  }
+  if (mode != Sharding::Gradients) return;
+  // Buckets of consecutive parameters in reverse order, at most bucket_bytes of float32 each.
+  const int64_t cap_bytes = std::max<int64_t>(dist.bucket_bytes(), 1);
+  bucket_of_.assign(params.size(), 0);
+  for (size_t k = params.size(); k-- > 0;) {
+    if (buckets_.empty() || (buckets_.back().end - buckets_.back().begin + numels_[k]) * 4 > cap_bytes)
+      buckets_.push_back({{}, offsets_[k], offsets_[k] + numels_[k]});
+    Bucket& b = buckets_.back();
+    b.params.push_back(k);
+    b.begin = offsets_[k];
+    bucket_of_[k] = buckets_.size() - 1;
+  }
+  pending_.assign(buckets_.size(), 0);
+  arrived_.assign(params.size(), false);
+  arrived_in_step_.assign(params.size(), false);
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].requires_grad()) continue;
+    std::shared_ptr<torch::autograd::Node> acc = torch::autograd::impl::grad_accumulator(params[i]);
+    if (!acc) continue;
+    hook_keys_.push_back(acc->add_post_hook(std::make_unique<GradientArrived>(this, i)));
+    accumulators_.push_back(std::move(acc));
+    hooked_params_.push_back(i);
+  }
+}
+
+ShardedAdamW::~ShardedAdamW() {
+  for (size_t k = 0; k < accumulators_.size(); ++k) accumulators_[k]->del_post_hook(hook_keys_[k]);
+}
+
+void ShardedAdamW::begin_backward_reduction() {
+  if (mode_ != Sharding::Gradients) return;
+  torch::NoGradGuard no_grad;
+  // zero_grad keeps zero-filled .grad tensors (LibTorch 1.13): released, so the full gradients held
+  // during backward are only those not yet reduced.
+  std::vector<torch::Tensor>& params = param_groups_[0].params();
+  for (torch::Tensor& p : params) p.mutable_grad() = torch::Tensor();
+  // A parameter's accumulator can be replaced after construction (loading a checkpoint with
+  // torch::load sets the tensor's data, after which autograd makes a new AccumulateGrad): move the hook.
+  for (size_t k = 0; k < accumulators_.size(); ++k) {
+    std::shared_ptr<torch::autograd::Node> acc = torch::autograd::impl::grad_accumulator(params[hooked_params_[k]]);
+    if (acc == accumulators_[k]) continue;
+    accumulators_[k]->del_post_hook(hook_keys_[k]);
+    hook_keys_[k] = acc->add_post_hook(std::make_unique<GradientArrived>(this, hooked_params_[k]));
+    accumulators_[k] = std::move(acc);
+  }
+  armed_ = true;
+  grad_sum_ = torch::zeros({shard_.size()}, exp_avg_.options());
+  std::fill(arrived_in_step_.begin(), arrived_in_step_.end(), false);
+  std::fill(arrived_.begin(), arrived_.end(), false);
+  for (size_t b = 0; b < buckets_.size(); ++b) pending_[b] = buckets_[b].params.size();
+  next_bucket_ = 0;
+  live_grad_bytes_ = peak_live_grad_bytes_ = 0;
+}
+
+void ShardedAdamW::gradient_arrived(size_t param) {
+  if (!armed_ || arrived_[param]) return;
+  const torch::Tensor& g = param_groups_[0].params()[param].grad();
+  if (g.defined()) {  // the engine also runs the accumulator for an undefined gradient: not a gradient
+    arrived_in_step_[param] = true;
+    live_grad_bytes_ += static_cast<int64_t>(g.nbytes());
+    peak_live_grad_bytes_ = std::max(peak_live_grad_bytes_, live_grad_bytes_);
+  }
+  mark_arrived(param);
+}
+
+void ShardedAdamW::mark_arrived(size_t param) {
+  arrived_[param] = true;
+  --pending_[bucket_of_[param]];
+  while (next_bucket_ < buckets_.size() && pending_[next_bucket_] == 0) reduce_bucket(next_bucket_++);
+}
+
+void ShardedAdamW::expect_gradients_from(const torch::Tensor& loss) {
+  if (!armed_) return;
+  std::unordered_set<const torch::autograd::Node*> seen;
+  std::vector<torch::autograd::Node*> stack;
+  if (const std::shared_ptr<torch::autograd::Node>& fn = loss.grad_fn()) stack.push_back(fn.get());
+  while (!stack.empty()) {
+    torch::autograd::Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    for (const torch::autograd::Edge& e : n->next_edges())
+      if (e.function && !seen.count(e.function.get())) stack.push_back(e.function.get());
+  }
+  for (size_t k = 0; k < accumulators_.size(); ++k)
+    if (!seen.count(accumulators_[k].get()) && !arrived_[hooked_params_[k]]) mark_arrived(hooked_params_[k]);
+}
+
+void ShardedAdamW::reduce_bucket(size_t b) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor>& params = param_groups_[0].params();
+  const Bucket& bk = buckets_[b];
+  torch::Tensor flat = torch::zeros({bk.end - bk.begin}, exp_avg_.options());
+  for (size_t i : bk.params) {
+    torch::Tensor& g = params[i].mutable_grad();
+    if (!g.defined()) continue;  // no gradient here in this micro-batch: zeros
+    flat.narrow(0, offsets_[i] - bk.begin, numels_[i]).copy_(g.reshape({-1}));
+    if (arrived_in_step_[i] && arrived_[i]) live_grad_bytes_ -= static_cast<int64_t>(g.nbytes());
+    g = torch::Tensor();
+  }
+  // Each owner's part of the bucket, reduced to it (owners ascending: the same sequence on every rank).
+  const int world = dist_.world_size();
+  for (int r = 0; r < world; ++r) {
+    const FlatRange range = shard_range(total_, r, world);
+    const int64_t lo = std::max(range.begin, bk.begin), hi = std::min(range.end, bk.end);
+    if (lo >= hi) continue;
+    torch::Tensor part = flat.narrow(0, lo - bk.begin, hi - lo);
+    dist_.reduce(part, r);
+    if (r == dist_.rank()) grad_sum_.narrow(0, lo - shard_.begin, hi - lo).add_(part);
+  }
+}
+
+void ShardedAdamW::end_micro_batch() {
+  if (!armed_) return;
+  while (next_bucket_ < buckets_.size()) reduce_bucket(next_bucket_++);
+  std::fill(arrived_.begin(), arrived_.end(), false);
+  for (size_t b = 0; b < buckets_.size(); ++b) pending_[b] = buckets_[b].params.size();
+  next_bucket_ = 0;
 }
 
 double ShardedAdamW::reduce_and_clip_gradients(double max_norm) {
@@ -61,12 +198,21 @@ double ShardedAdamW::reduce_and_clip_gradients(double max_norm) {
   std::vector<torch::Tensor>& params = param_groups_[0].params();
   // Which tensors take part: those with a gradient on some rank, or in an earlier step of this
   // process (torch's zero_grad keeps a zeroed gradient, so AdamW keeps stepping such a tensor).
+  const bool reduced_in_backward = armed_;
+  if (reduced_in_backward && next_bucket_ != 0)
+    throw Error("ShardedAdamW: end_micro_batch() was not called after the last backward of this step");
+  armed_ = false;
   std::vector<double> has(params.size());
-  for (size_t i = 0; i < params.size(); ++i) has[i] = params[i].grad().defined() || has_grad_[i] ? 1.0 : 0.0;
+  for (size_t i = 0; i < params.size(); ++i)
+    has[i] = params[i].grad().defined() || has_grad_[i] || (reduced_in_backward && arrived_in_step_[i]) ? 1.0 : 0.0;
   has = dist_.all_reduce_max(has);
   for (size_t i = 0; i < params.size(); ++i) has_grad_[i] = has[i] != 0.0;
   const torch::TensorOptions f32 = exp_avg_.options();
-  if (mode_ == Sharding::Optimizer) {
+  if (reduced_in_backward) {
+    // ZeRO-2 during backward: the buckets were reduced as they arrived (begin_backward_reduction).
+    grad_ = grad_sum_;
+    grad_sum_ = torch::Tensor();
+  } else if (mode_ == Sharding::Optimizer) {
     // ZeRO-1: the full gradients are summed on every rank (bucketed, as plain data parallel does);
     // this rank keeps its range.
     dist_.all_reduce_gradients(params);

@@ -8,12 +8,16 @@
 // p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
 // p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), t counted per parameter tensor, and a
 // tensor without a gradient in this process skipped), then all-gathers the updated ranges so every
-// rank holds the full parameters again. Not copyable; not thread-safe (the training thread only).
+// rank holds the full parameters again. ZeRO-2 reduces the gradients bucket by bucket during backward
+// (begin_backward_reduction, from hooks on the gradient accumulators). Not copyable; not thread-safe
+// (the training thread, and the autograd engine's thread that runs the hooks during its backward).
 #pragma once
+#include <torch/csrc/autograd/function.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/optimizer.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,6 +35,9 @@ class ShardedAdamW : public torch::optim::Optimizer {
   /// Throws spade::Error for mode None, amsgrad, or a non-contiguous / non-float32 parameter.
   ShardedAdamW(std::vector<torch::Tensor> params, const torch::optim::AdamWOptions& options,
                const DistributedContext& dist, Sharding mode);
+  ~ShardedAdamW() override;  // removes the gradient hooks
+  ShardedAdamW(const ShardedAdamW&) = delete;
+  ShardedAdamW& operator=(const ShardedAdamW&) = delete;
 
   /// The data-parallel gradient reduction and global-norm clipping, in place of
   /// DistributedContext::all_reduce_gradients + torch::nn::utils::clip_grad_norm_ (collective: every
@@ -44,6 +51,33 @@ class ShardedAdamW : public torch::optim::Optimizer {
   /// gradient, up to float summation order; the shard is scaled by min(1, max_norm / (norm + 1e-6))
   /// as clip_grad_norm_ does. max_norm <= 0: no clipping. Returns the norm before clipping.
   double reduce_and_clip_gradients(double max_norm);
+
+  /// ZeRO-2 (mode Gradients) reduces gradients during backward, bucket by bucket, instead of after it,
+  /// so a rank never holds the whole model's full gradients at once (ZeRO §5.1 P_os+g: "we reduce the
+  /// gradients bucket by bucket as they become available"). Buckets are consecutive parameters in
+  /// reverse order (the order backward produces them) of at most dist.bucket_bytes() each (a larger
+  /// tensor alone). A post-hook on each parameter's gradient accumulator marks it arrived; once a bucket
+  /// and every bucket before it have arrived, the bucket is copied into a flat buffer, each owner's part
+  /// of it is reduced to that owner (c10d reduce) and added to its shard's gradient, and the full .grad
+  /// tensors are released. Buckets are reduced strictly in order, so every rank issues the same
+  /// collectives in the same sequence whatever order its backward produced them in.
+  ///   begin_backward_reduction(): arms the hooks for one optimizer step's backward passes (nothing
+  ///     else fires them: a backward outside an armed step, e.g. rank 0's cold start, stays local).
+  ///   end_micro_batch(): after each micro-batch's backward; reduces the buckets still waiting (a
+  ///     parameter that got no gradient contributes zeros). Every rank must call it the same number of
+  ///     times per step: a rank with fewer micro-batches calls it for the missing ones, with no backward.
+  /// reduce_and_clip_gradients then only agrees on which parameters take part, norms and clips. Without
+  /// begin_backward_reduction it reduce-scatters the .grad tensors as before. Mode Optimizer: both are
+  /// no-ops (its gradients are all-reduced whole, as plain data parallel does).
+  ///   expect_gradients_from(loss): before a micro-batch's backward, optional: parameters the loss's
+  ///     autograd graph does not reach (e.g. MoE experts no token of the micro-batch was routed to)
+  ///     are marked arrived with no gradient at once, so the buckets after them need not wait for
+  ///     end_micro_batch (torch DDP's find_unused_parameters).
+  void begin_backward_reduction();
+  void expect_gradients_from(const torch::Tensor& loss);
+  void end_micro_batch();
+  /// The most bytes of full-size .grad tensors alive at once during the last armed step (0 if none).
+  int64_t peak_full_gradient_bytes() const { return peak_live_grad_bytes_; }
 
   /// One AdamW step of this rank's range with the gradient reduce_and_clip_gradients left, then the
   /// all-gather of the ranges (collective). Returns an undefined tensor (no closure support: throws
@@ -96,6 +130,29 @@ class ShardedAdamW : public torch::optim::Optimizer {
   torch::Tensor exp_avg_, exp_avg_sq_;  // [shard size] float32
   torch::Tensor grad_;                  // [shard size] float32 from reduce_and_clip_gradients to step
   int64_t reduced_gradient_bytes_ = 0;
+
+  // ZeRO-2's reduction during backward (begin_backward_reduction).
+  friend struct GradientArrived;
+  struct Bucket {
+    std::vector<size_t> params;  // consecutive parameter indices, descending
+    int64_t begin = 0, end = 0;  // their flat range
+  };
+  void gradient_arrived(size_t param);  // a gradient accumulator's post-hook
+  void mark_arrived(size_t param);      // counts `param` in its bucket; reduces the buckets now complete
+  void reduce_bucket(size_t b);
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;            // per parameter
+  std::vector<int64_t> offsets_;             // per parameter: its flat offset
+  std::vector<size_t> pending_;              // per bucket: parameters not arrived in this micro-batch
+  std::vector<bool> arrived_;                // per parameter: arrived in this micro-batch
+  std::vector<bool> arrived_in_step_;        // per parameter: arrived in some micro-batch of this step
+  size_t next_bucket_ = 0;                   // the first bucket not yet reduced in this micro-batch
+  bool armed_ = false;
+  torch::Tensor grad_sum_;                   // [shard size]: this step's reduced buckets, summed
+  int64_t live_grad_bytes_ = 0, peak_live_grad_bytes_ = 0;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // kept alive: they hold the hooks
+  std::vector<uintptr_t> hook_keys_;
+  std::vector<size_t> hooked_params_;         // the parameter of accumulators_[k]
 };
 
 }  // namespace spade::trainer

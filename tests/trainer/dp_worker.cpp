@@ -210,6 +210,7 @@ int main(int argc, char** argv) {
     if (const auto* sharded = dynamic_cast<const trainer::ShardedAdamW*>(&opt)) {
       state_bytes = sharded->state_bytes();
       grad_bytes = sharded->gradient_bytes();
+      out["peak_full_grad_bytes"] = sharded->peak_full_gradient_bytes();
     } else {
       for (const auto& [key, state] : opt.state()) {
         const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);

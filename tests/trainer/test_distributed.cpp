@@ -211,6 +211,17 @@ void expect_sharded_matches_one_rank(const std::string& sharding, const std::str
       // and no parameter keeps a full .grad.
       EXPECT_EQ(2 * w["grad_bytes"].get<int64_t>(), state) << "rank " << r;
       EXPECT_TRUE(w["grads_released"].get<bool>()) << "rank " << r;
+      // ZeRO-2 reduces bucket by bucket during backward (4096-byte buckets here, the largest tensor
+      // alone): a rank never holds the whole model's full gradients at once. ZeRO-1 reduces after it.
+      const int64_t peak = w["peak_full_grad_bytes"].get<int64_t>();
+      if (sharding == "gradients") {
+        EXPECT_GT(peak, 0) << "rank " << r;
+        EXPECT_LT(peak, 4 * total / 2) << "rank " << r << ": " << peak << " bytes of full .grad at once";
+      } else {
+        EXPECT_EQ(peak, 0) << "rank " << r;
+      }
+      if (r == 0) std::printf("[%s %s, %d ranks] peak full .grad bytes %lld of %lld\n", sharding.c_str(), family.c_str(),
+                              world, static_cast<long long>(peak), static_cast<long long>(4 * total));
       state_sum += state;
       grad_sum += w["grad_bytes"].get<int64_t>();
     }

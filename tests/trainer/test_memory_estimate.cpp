@@ -97,10 +97,11 @@ TEST(MemoryEstimate, Qwen3_4bStepMatchesTheHandCount) {
   EXPECT_NE(text.find("KV tokens"), std::string::npos) << text;
 }
 
-// distributed.sharding (ZeRO-1 / ZeRO-2) divides the optimizer state only: the Qwen3-4B step of the
-// hand count above on 8 ranks. Weights and gradients stay whole (the full .grad accumulates over the
-// micro-batches before the reduction in both modes).
-TEST(MemoryEstimate, ShardingDividesTheOptimizerState) {
+// distributed.sharding optimizer (ZeRO-1) divides the optimizer state, gradients (ZeRO-2) the gradients
+// too: the Qwen3-4B step of the hand count above on 8 ranks. Weights stay whole; ZeRO-1's gradients too
+// (the full .grad accumulates over the micro-batches before the reduction); ZeRO-2 reduces bucket by
+// bucket during backward, so a rank holds its shard's gradient and one bucket with its flat copy.
+TEST(MemoryEstimate, ShardingDividesTheOptimizerStateAndZero2TheGradients) {
   Config c = qwen3_4b_step_config();
   const policy::ModelConfig shape = policy::checkpoint_shape("qwen3-4b");
   const MemoryEstimate none = estimate_memory(shape, c, 8, true);
@@ -115,7 +116,11 @@ TEST(MemoryEstimate, ShardingDividesTheOptimizerState) {
   EXPECT_EQ(zero2.optimizer, 4022468096);
   EXPECT_EQ(zero1.weights, 16089872384);
   EXPECT_EQ(zero1.gradients, 16089872384);
-  EXPECT_EQ(zero2.gradients, 16089872384);
+  // ZeRO-2: the shard, 502,808,512 x 4 = 2,011,234,048 B, plus 2 buckets; the bucket is the largest
+  // tensor, the [151,936 x 2,560] embedding = 388,956,160 x 4 = 1,555,824,640 B (over distributed.bucket_mb
+  // 25 MiB): 2,011,234,048 + 2 x 1,555,824,640 = 5,122,883,328.
+  EXPECT_EQ(zero2.gradient_bucket, 1555824640);
+  EXPECT_EQ(zero2.gradients, 5122883328);
   EXPECT_EQ(none.update_phase - zero1.update_phase, 32179744768 - 4022468096);
   EXPECT_EQ(none.rollout_phase - zero1.rollout_phase, 32179744768 - 4022468096);
   // 3 ranks do not divide P = 3 x 1,340,822,698 + 2: the padded shard has 1,340,822,699 elements.
@@ -129,15 +134,21 @@ TEST(MemoryEstimate, ShardingDividesTheOptimizerState) {
     EXPECT_EQ(none.by_sharding[i].mode, modes[i]);
     EXPECT_EQ(none.by_sharding[i].peak, each[i]->peak) << modes[i];
   }
-  // State: 4 P + 4 P + 8 P = 64,359,489,536 unsharded; 4 P + 4 P + 8 P / 8 = 36,202,212,864 sharded.
+  // State: 4 P + 4 P + 8 P = 64,359,489,536 unsharded; 4 P + 4 P + 8 P / 8 = 36,202,212,864 with ZeRO-1;
+  // 4 P + 5,122,883,328 + 8 P / 8 = 25,235,223,808 with ZeRO-2.
   EXPECT_EQ(none.by_sharding[0].state, 64359489536);
   EXPECT_EQ(none.by_sharding[1].state, 36202212864);
+  EXPECT_EQ(none.by_sharding[2].state, 25235223808);
+  // This step's peak is its update phase (no rollout here), so each mode's saving shows in the peak.
   EXPECT_LT(zero1.peak, none.peak);
+  EXPECT_EQ(zero1.peak - zero2.peak, 16089872384 - 5122883328);
   EXPECT_EQ(sharding_needed(none, {none.peak, "t"}), "none");
   EXPECT_EQ(sharding_needed(none, {none.peak - 1, "t"}), "optimizer");
-  EXPECT_EQ(sharding_needed(none, {zero1.peak - 1, "t"}), "");
+  EXPECT_EQ(sharding_needed(none, {zero1.peak - 1, "t"}), "gradients");
+  EXPECT_EQ(sharding_needed(none, {zero2.peak - 1, "t"}), "");
   EXPECT_EQ(sharding_needed(none, {64359489536 - 1, "t"}, /*state_only=*/true), "optimizer");
-  EXPECT_EQ(sharding_needed(none, {36202212864 - 1, "t"}, /*state_only=*/true), "");
+  EXPECT_EQ(sharding_needed(none, {36202212864 - 1, "t"}, /*state_only=*/true), "gradients");
+  EXPECT_EQ(sharding_needed(none, {25235223808 - 1, "t"}, /*state_only=*/true), "");
   EXPECT_EQ(sharding_needed(none, {0, "unknown"}), "");
   const std::string text = describe_memory(none, {none.peak - 1, "test"});
   EXPECT_NE(text.find("needed here: optimizer"), std::string::npos) << text;
@@ -238,10 +249,16 @@ TEST(PaperConfigs, ShardingNeededOnEightH200s) {
     }
     // By hand, the training state in bytes: weights 4 P + gradients 4 P + AdamW 8 P (8 P / 8 sharded)
     // + a KL reference 4 P when loss.kl_coef != 0. Qwen3-4B without KL: 16 P = 64.4 GB fits unsharded;
-    // Qwen3-8B with KL: 20 P = 163.8 GB does not, 13 P = 106.5 GB does (ZeRO-1); Qwen3-30B-A3B: the
-    // replicated 8 P = 244 GB alone exceeds 141 GB (ZeRO-3 territory).
+    // Qwen3-8B with KL: 20 P = 163.8 GB does not, 13 P = 106.5 GB does (ZeRO-1); Qwen3-30B-A3B: even
+    // ZeRO-2's 5.5 P = 168 GB exceeds 141 GB (ZeRO-3 territory: the replicated weights are 4 P).
+    // ZeRO-2: weights 4 P + gradients 4 P / 8 + 2 buckets + AdamW 8 P / 8, the bucket being the
+    // [151,936 x hidden] embedding in fp32 (the largest tensor of every Qwen3 shape here).
     const int64_t P = p.parameters, kl = p.memory.kl_reference ? 4 : 0;
-    const std::string by_hand = (16 + kl) * P <= budget ? "none" : (9 + kl) * P <= budget ? "optimizer" : "";
+    const int64_t buckets = 2 * 4 * 151936 * p.model.hidden_size;
+    const std::string by_hand = (16 + kl) * P <= budget        ? "none"
+                                : (9 + kl) * P <= budget       ? "optimizer"
+                                : (5.5 + kl) * P + buckets <= budget ? "gradients"
+                                                               : "";
     EXPECT_EQ(state_mode, by_hand) << name;
     // The config sets the mode its training state needs, or the least memory implemented when none
     // fits (ZeRO-2 here; the plan's verdict says what is missing).
