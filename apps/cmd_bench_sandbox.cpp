@@ -12,7 +12,10 @@
 // Plus live_envs: N live environments at once and the pool's memory (cgroup charge and summed PSS);
 // the sandbox, 1 worker, with one feature off: no spares at all (spare_children = preload_spares = 0:
 // a fork on every start-up), no spinning (spin_us = 0: every wait blocks), no preloading
-// (preload_spares = 0: every load on the caller's path); and python3_fork_exit_wait_ms, the floor of
+// (preload_spares = 0: every load on the caller's path); the same sandbox with a 100 ms pause before
+// each episode (sandbox_paced_1_busy: start-up from a ready spare, where the figures above measure
+// start-up under continuous demand, bound by how fast the zygote makes children); and
+// python3_fork_exit_wait_ms, the floor of
 // any process-per-environment design here. Episodes start through EnvServer::spawn_loaded, as
 // envsandbox::Game::open (the trainer's path) does.
 // The baselines inject the same common names as the sandbox's loader except numpy (importing numpy
@@ -197,12 +200,16 @@ int finish(Child& c) {
 }
 
 // --- the three methods ---
-Stats sandbox_episodes(envsandbox::EnvServer& server, const std::string& src, int workers, int episodes, int steps) {
+// pause_ms > 0: each worker waits that long before each episode (outside the timings), so the server's
+// spares are ready when it asks: the start-up is then a hand-over, not a fork under continuous demand.
+Stats sandbox_episodes(envsandbox::EnvServer& server, const std::string& src, int workers, int episodes, int steps,
+                       int pause_ms = 0) {
   Stats s;
   std::mutex mu;
   double wall = in_parallel(workers, [&](int w) {
     std::vector<double> lat;
     for (int i = 0; i < episodes; ++i) {
+      if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
       auto t0 = Clock::now();
       envsandbox::CallResult load;
       auto env = server.spawn_loaded(src, 25, &load);  // as envsandbox::Game::open does
@@ -339,6 +346,16 @@ void add_bench_sandbox_command(CLI::App& app) {
       });
       json no_spin = variant("without spinning", [](envsandbox::SandboxOptions& o) { o.spin_us = 0; });
       json no_preload = variant("without preloaded spares", [](envsandbox::SandboxOptions& o) { o.preload_spares = 0; });
+      // The same sandbox, 1 busy, with a pause before each episode: start-up from a ready spare.
+      json paced;
+      {
+        constexpr int kPauseMs = 100;  // several times a child's start-up on this VM (~20 ms of CPU)
+        std::fprintf(stderr, "[bench] sandbox with a %d ms pause before each episode...\n", kPauseMs);
+        Stats ep = sandbox_episodes(server, kTrivialEnv, 1, a.episodes, a.episode_steps, kPauseMs);
+        paced = {{"pause_ms", kPauseMs},
+                 {"startup_ms_p50", round3(percentile(ep.startup_s, 0.5) * 1e3)},
+                 {"startup_ms_p99", round3(percentile(ep.startup_s, 0.99) * 1e3)}};
+      }
       for (int workers : {1, 2}) {
         std::string key = std::to_string(workers) + "_busy";
         std::fprintf(stderr, "[bench] %d worker(s): sandbox...\n", workers);
@@ -426,6 +443,7 @@ void add_bench_sandbox_command(CLI::App& app) {
                   {"sandbox_without_spin_1_busy", no_spin},
                   {"preload_spares", options.preload_spares},
                   {"sandbox_without_preload_1_busy", no_preload},
+                  {"sandbox_paced_1_busy", paced},
                   {"config", {{"episodes", a.episodes}, {"baseline_episodes", a.baseline_episodes},
                               {"steps", a.steps}, {"episode_steps", a.episode_steps}, {"seed_env", a.seed_env}}},
                   {"python3_fork_exit_wait_ms", round3(fork_s * 1e3)},

@@ -199,7 +199,7 @@ double ShardedAdamW::reduce_and_clip_gradients(double max_norm) {
   // Which tensors take part: those with a gradient on some rank, or in an earlier step of this
   // process (torch's zero_grad keeps a zeroed gradient, so AdamW keeps stepping such a tensor).
   const bool reduced_in_backward = armed_;
-  if (reduced_in_backward && next_bucket_ != 0)
+  if (reduced_in_backward && std::any_of(arrived_.begin(), arrived_.end(), [](bool a) { return a; }))
     throw Error("ShardedAdamW: end_micro_batch() was not called after the last backward of this step");
   armed_ = false;
   std::vector<double> has(params.size());
