@@ -326,4 +326,14 @@ void ShardedAdamW::restore(const std::vector<int64_t>& steps, const torch::Tenso
   exp_avg_sq_.copy_(exp_avg_sq.to(exp_avg_sq_.device(), torch::kFloat));
 }
 
+int64_t adamw_state_bytes(const torch::optim::Optimizer& optimizer) {
+  if (const auto* sharded = dynamic_cast<const ShardedAdamW*>(&optimizer)) return sharded->state_bytes();
+  int64_t bytes = 0;
+  for (const auto& [key, state] : optimizer.state()) {
+    const auto& adamw = static_cast<const torch::optim::AdamWParamState&>(*state);
+    bytes += static_cast<int64_t>(adamw.exp_avg().nbytes() + adamw.exp_avg_sq().nbytes());
+  }
+  return bytes;
+}
+
 }  // namespace spade::trainer

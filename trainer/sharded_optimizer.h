@@ -155,4 +155,8 @@ class ShardedAdamW : public torch::optim::Optimizer {
   std::vector<size_t> hooked_params_;         // the parameter of accumulators_[k]
 };
 
+/// Bytes of AdamW's moments this rank holds: a ShardedAdamW's shard (state_bytes()), or exp_avg and
+/// exp_avg_sq of every parameter torch::optim::AdamW has state for. `optimizer` must be one of the two.
+int64_t adamw_state_bytes(const torch::optim::Optimizer& optimizer);
+
 }  // namespace spade::trainer

@@ -94,22 +94,6 @@ StepBenchFit fit_step_bench(std::optional<int64_t> free_device_bytes) {
               std::to_string(*free_device_bytes / 1000000) + " MB free"};
 }
 
-namespace {
-
-// Bytes of the optimizer's AdamW moments on this rank: a ShardedAdamW's own shard, or every state of
-// torch's AdamW (exp_avg and exp_avg_sq of each parameter that has taken a step).
-int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
-  if (const auto* sharded = dynamic_cast<const ShardedAdamW*>(&optimizer)) return sharded->state_bytes();
-  int64_t bytes = 0;
-  for (const auto& [key, state] : optimizer.state()) {
-    const auto& adamw = static_cast<const torch::optim::AdamWParamState&>(*state);
-    bytes += adamw.exp_avg().nbytes() + adamw.exp_avg_sq().nbytes();
-  }
-  return bytes;
-}
-
-}  // namespace
-
 StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedContext* dist) {
   if (o.batch < 1 || o.seq < 2 || o.steps < 1 || o.warmup_steps < 0)
     throw Error("step bench: batch >= 1, seq >= 2, steps >= 1 and warmup >= 0 required");
@@ -140,7 +124,8 @@ StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedConte
   update.logprob_chunk_rows = o.logprob_chunk_rows;
   update.loss.entropy_coef = o.entropy_coef;
   update.autocast = o.autocast;
-  const std::vector<rollout::Sample> batch = synthetic_grpo_batch(c.vocab_size, o.batch, o.seq, 1.0, o.seed + 1 + (dist ? dist->rank() : 0));
+  const std::vector<rollout::Sample> batch = synthetic_grpo_batch(c.vocab_size, o.batch, o.seq, 1.0,
+                                                                    o.seed + 1 + (dist ? dist->rank() : 0));
   for (int s = 0; s < o.warmup_steps + o.steps; ++s) {
     if (s == o.warmup_steps) reset_device_memory_peaks(device);  // peaks of the timed steps only
     const auto t0 = std::chrono::steady_clock::now();
@@ -164,7 +149,7 @@ StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedConte
   r.tokens_per_s = static_cast<double>(r.tokens) / median;
   r.mfu = r.tokens_per_s * r.flops_per_token / (o.peak_tflops * 1e12);
   r.peak_rss_mb = static_cast<double>(peak_rss_bytes()) / (1 << 20);
-  r.optimizer_state_bytes = optimizer_state_bytes(*optimizer);
+  r.optimizer_state_bytes = adamw_state_bytes(*optimizer);
   if (const std::optional<DeviceMemoryPeaks> gpu = device_memory_peaks(device)) {
     r.peak_gpu_allocated_mb = static_cast<double>(gpu->max_allocated_bytes) / (1 << 20);
     r.peak_gpu_reserved_mb = static_cast<double>(gpu->max_reserved_bytes) / (1 << 20);

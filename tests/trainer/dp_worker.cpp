@@ -207,15 +207,10 @@ int main(int argc, char** argv) {
       total += p.numel();
       released = released && !p.grad().defined();
     }
+    state_bytes = trainer::adamw_state_bytes(opt);
     if (const auto* sharded = dynamic_cast<const trainer::ShardedAdamW*>(&opt)) {
-      state_bytes = sharded->state_bytes();
       grad_bytes = sharded->gradient_bytes();
       out["peak_full_grad_bytes"] = sharded->peak_full_gradient_bytes();
-    } else {
-      for (const auto& [key, state] : opt.state()) {
-        const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
-        state_bytes += static_cast<int64_t>(s.exp_avg().nbytes() + s.exp_avg_sq().nbytes());
-      }
     }
     out["total_numel"] = total;
     out["state_bytes"] = state_bytes;
