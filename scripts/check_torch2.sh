@@ -204,7 +204,8 @@ enter() {  # enter [--ro] CMD...: runs CMD in the root, as root with all capabil
   local env=(--clearenv --setenv PATH /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
              --setenv HOME /root --setenv LANG C.UTF-8 --setenv TERM "${TERM:-dumb}"
              --setenv DEBIAN_FRONTEND noninteractive --setenv JOBS "$JOBS" --setenv VARIANT "$VARIANT"
-             --setenv CTEST_ARGS "${CTEST_ARGS:-}" --setenv TARGETS "${TARGETS:-}")
+             --setenv CTEST_ARGS "${CTEST_ARGS:-}" --setenv TARGETS "${TARGETS:-}"
+             --setenv NODE_EXTRA_CA_CERTS /etc/ssl/certs/ca-certificates.crt)
   bwrap --bind "$ROOTFS" / --dev /dev --bind /proc /proc --bind /sys /sys \
     --bind "$SCRATCH" /tmp --ro-bind /etc/resolv.conf /etc/resolv.conf \
     --ro-bind "$REPO" /src --bind "$BUILD" /build --bind "$CCACHE" /ccache \
@@ -292,6 +293,17 @@ EOF
     || { tail -30 "$LOGS/apt.log"; die "apt-get install in the root failed ($LOGS/apt.log)"; }
   printf '%s\n' "$want_pkgs" > "$ROOTFS/.spade/packages"
   stage_time packages $((SECONDS - t))
+fi
+
+# ---- 2b. the host's locally added certificate authorities (/usr/local/share/ca-certificates: a proxy's
+# CA, say), trusted in the root too, so its npm reaches the registry as the host's does (the Node SDK
+# and JavaScript duel tests install packages); Node reads the system bundle through NODE_EXTRA_CA_CERTS.
+want_cas=$(cd /usr/local/share/ca-certificates 2>/dev/null && find . -name '*.crt' -type f -exec sha256sum {} + | sort || true)
+if [[ "$(cat "$ROOTFS/.spade/local_cas" 2>/dev/null)" != "$want_cas" ]]; then
+  rm -rf "$ROOTFS/usr/local/share/ca-certificates" && mkdir -p "$ROOTFS/usr/local/share/ca-certificates"
+  [[ -z $want_cas ]] || cp -r /usr/local/share/ca-certificates/. "$ROOTFS/usr/local/share/ca-certificates/"
+  enter update-ca-certificates --fresh >> "$LOGS/apt.log" 2>&1 || die "update-ca-certificates in the root failed ($LOGS/apt.log)"
+  printf '%s\n' "$want_cas" > "$ROOTFS/.spade/local_cas"
 fi
 
 if [[ $SHELL_ONLY == 1 ]]; then
