@@ -60,8 +60,8 @@ void add_bench_step_command(CLI::App& app) {
                   "none | gloo | nccl: join a process group of this one rank (in-process store) and run "
                   "the step's collectives through it");
   cmd->add_option("--sharding", args->o.sharding,
-                  "none | optimizer | gradients (as distributed.sharding: ZeRO-1 / ZeRO-2); needs --group "
-                  "or --nproc");
+                  "none | optimizer | gradients | full (as distributed.sharding: ZeRO-1 / 2 / 3; full needs "
+                  "--activation-checkpointing true); needs --group or --nproc");
   cmd->add_option("--nproc", args->nproc,
                   "N local ranks (as spade train --nproc), each stepping its own batch through a --group "
                   "(default gloo) of N; rank 0 prints the line")

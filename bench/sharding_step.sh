@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The sharding overhead on the CPU (issue 23): `spade bench step` on N local Gloo ranks (default 2) with
-# distributed.sharding none, optimizer (ZeRO-1) and gradients (ZeRO-2), interleaved round by round (the
-# machine's load drifts), one intra-op thread per rank. Prints one JSON object: per mode the median
+# distributed.sharding none, optimizer (ZeRO-1), gradients (ZeRO-2) and full (ZeRO-3), interleaved round
+# by round (the machine's load drifts), one intra-op thread per rank, bench step's defaults otherwise
+# (bf16 autocast, activation checkpointing: which full requires). Prints one JSON object: per mode the median
 # step time over all rounds' timed steps, tokens/s per rank, this rank's optimizer-state bytes and peak
 # RSS, and each mode's step time as a ratio to none's.
 #
@@ -16,7 +17,7 @@ SHAPE_ARGS=${SHAPE_ARGS:---shape tiny --batch 4 --seq 256}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for ((r = 0; r < ROUNDS; ++r)); do
-  for mode in none optimizer gradients; do
+  for mode in none optimizer gradients full; do
     # shellcheck disable=SC2086  # SHAPE_ARGS is a list of options
     "$SPADE" bench step $SHAPE_ARGS --threads 1 --warmup 1 --steps 3 --nproc "$NPROC" --sharding "$mode" \
       >> "$tmp/$mode.jsonl" 2> "$tmp/err.txt" || { cat "$tmp/err.txt" >&2; exit 1; }
@@ -28,7 +29,7 @@ tmp, rounds, nproc, shape = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys
 out = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
        "machine": f"{platform.node()}, {os.cpu_count()} cores", "load_average": os.getloadavg(),
        "command": f"bash bench/sharding_step.sh {rounds} {nproc}", "shape_args": shape, "modes": {}}
-for mode in ("none", "optimizer", "gradients"):
+for mode in ("none", "optimizer", "gradients", "full"):
     rows = [json.loads(l) for l in open(f"{tmp}/{mode}.jsonl") if l.startswith("{")]
     steps = [s for r in rows for s in r["step_s"]]
     out["modes"][mode] = {"params": rows[0]["params"], "world_size": rows[0]["world_size"],

@@ -271,19 +271,24 @@ json ModelConfig::to_json() const {
   return j;
 }
 
-int64_t ModelConfig::num_parameters() const {
+int64_t ModelConfig::layer_parameters(int64_t i) const {
   const int64_t h = hidden_size, d = head_size(), nh = num_attention_heads, kv = kv_heads();
   int64_t attn = h * nh * d + 2 * h * kv * d + nh * d * h;
   if (attention_bias) attn += nh * d + 2 * kv * d;
   if (o_proj_bias()) attn += h;
   if (qk_norm) attn += 2 * d;
-  int64_t total = vocab_size * h + h;
-  for (int64_t i = 0; i < num_hidden_layers; ++i) {
-    const int64_t mlp = is_moe_layer(i) ? num_experts * h + num_experts * 3 * h * moe_intermediate_size
-                                        : 3 * h * intermediate_size;
-    total += attn + mlp + 2 * h;
-  }
-  if (!tie_word_embeddings) total += vocab_size * h;
+  const int64_t mlp = is_moe_layer(i) ? num_experts * h + num_experts * 3 * h * moe_intermediate_size
+                                      : 3 * h * intermediate_size;
+  return attn + mlp + 2 * h;
+}
+
+int64_t ModelConfig::root_parameters() const {
+  return vocab_size * hidden_size * (tie_word_embeddings ? 1 : 2) + hidden_size;
+}
+
+int64_t ModelConfig::num_parameters() const {
+  int64_t total = root_parameters();
+  for (int64_t i = 0; i < num_hidden_layers; ++i) total += layer_parameters(i);
   return total;
 }
 

@@ -89,8 +89,13 @@ struct ModelConfig {
   /// Qwen3ForCausalLM, hidden_act silu, explicit head_dim and num_key_value_heads).
   nlohmann::json to_json() const;
 
-  /// Number of distinct parameters (tied embeddings counted once).
+  /// Number of distinct parameters (tied embeddings counted once): root_parameters() plus every
+  /// layer_parameters(i).
   int64_t num_parameters() const;
+  /// Parameters of decoder layer i (attention, MLP or MoE block, its two RMSNorms), and of everything
+  /// outside the layers (embeddings, final norm, an untied lm_head): the units of parameter sharding.
+  int64_t layer_parameters(int64_t i) const;
+  int64_t root_parameters() const;
 };
 
 /// "LlamaForCausalLM" etc. for a model_type; throws spade::Error for an unknown type.

@@ -489,20 +489,45 @@ struct LayerCall : torch::CustomClassHolder {
   bool sdpa_causal = false;         // decoder_layer's attention choice (AttentionBackend)
   bool autocast = false;            // autocast state of the forward, re-entered for the recomputation
   c10::ScalarType autocast_dtype = c10::ScalarType::BFloat16;
+  std::shared_ptr<LayerWeightsProvider> provider;  // sharded weights (ZeRO-3), or null
+};
+
+// Holds a sharded layer's weights whole for its lifetime (LayerWeightsProvider); no-op without one.
+class GatheredLayer {
+ public:
+  GatheredLayer(LayerWeightsProvider* provider, size_t layer) : provider_(provider), layer_(layer) {
+    if (provider_) provider_->gather_layer(layer_);
+  }
+  ~GatheredLayer() {
+    if (provider_) provider_->release_layer(layer_);
+  }
+  GatheredLayer(const GatheredLayer&) = delete;
+  GatheredLayer& operator=(const GatheredLayer&) = delete;
+
+ private:
+  LayerWeightsProvider* provider_;
+  size_t layer_;
 };
 
 // Activation checkpointing of one decoder layer (TransformerImpl::set_activation_checkpointing). The
 // layer's parameters are inputs of the node (so their gradients flow through the outer graph into the
 // usual accumulators); forward runs without a graph and saves only x (and the shared rope/mask tensors);
-// backward recomputes the layer with a graph from a detached copy of x and differentiates it.
+// backward recomputes the layer with a graph from a detached copy of x and differentiates it. With
+// sharded weights (call->provider) the parameters are not inputs (they are empty between uses, and an
+// accumulator made for an empty tensor would keep its shape): forward and the recomputation each gather
+// the layer, and backward hands the weights' gradients to the provider.
 struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& rope_cos,
                                const torch::Tensor& rope_sin, const c10::optional<torch::Tensor>& mask,
                                torch::TensorList params, c10::intrusive_ptr<LayerCall> call) {
     (void)params;  // reached through call->w (the same tensors); inputs only to route their gradients
     ctx->save_for_backward({x, rope_cos, rope_sin, mask.value_or(torch::Tensor())});
-    torch::Tensor y = decoder_layer(x, call->w, call->config, rope_cos, rope_sin, mask.value_or(torch::Tensor()),
-                                    nullptr, call->layer, call->sdpa_causal);
+    torch::Tensor y;
+    {
+      GatheredLayer gathered(call->provider.get(), call->layer);
+      y = decoder_layer(x, call->w, call->config, rope_cos, rope_sin, mask.value_or(torch::Tensor()), nullptr,
+                        call->layer, call->sdpa_causal);
+    }
     ctx->saved_data["call"] = c10::IValue::make_capsule(call);
     ctx->saved_data["n_params"] = static_cast<int64_t>(params.size());
     return {y};
@@ -514,7 +539,8 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     const LayerCall& lc = *static_cast<LayerCall*>(call.get());
     const int64_t n_params = ctx->saved_data["n_params"].toInt();
     std::vector<torch::Tensor> params = layer_parameters(lc.w);
-    TORCH_INTERNAL_ASSERT(static_cast<int64_t>(params.size()) == n_params);
+    TORCH_INTERNAL_ASSERT(lc.provider || static_cast<int64_t>(params.size()) == n_params);
+    GatheredLayer gathered(lc.provider.get(), lc.layer);
     torch::Tensor x = saved[0].detach().requires_grad_(true);
     torch::Tensor y;
     {
@@ -529,7 +555,11 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
                                                 /*create_graph=*/false, /*allow_unused=*/true);
     // One gradient per forward input, flattened: x, rope_cos, rope_sin, mask, params..., call.
     variable_list out{grads[0], torch::Tensor(), torch::Tensor(), torch::Tensor()};
-    out.insert(out.end(), grads.begin() + 1, grads.end());
+    if (lc.provider) {
+      lc.provider->layer_gradients(lc.layer, params, std::vector<torch::Tensor>(grads.begin() + 1, grads.end()));
+    } else {
+      out.insert(out.end(), grads.begin() + 1, grads.end());
+    }
     out.emplace_back();
     return out;
   }
@@ -562,10 +592,21 @@ torch::Tensor TransformerImpl::checkpointed_layer(const torch::Tensor& x, const 
     call->autocast = compat::autocast_enabled(dev);
     call->autocast_dtype = compat::autocast_dtype(dev);
   }
-  const std::vector<torch::Tensor> params = CheckpointedLayer::layer_parameters(w);
+  call->provider = provider_;
+  // Sharded weights are not inputs of the node (CheckpointedLayer); x must then carry the graph.
+  const std::vector<torch::Tensor> params =
+      provider_ ? std::vector<torch::Tensor>{} : CheckpointedLayer::layer_parameters(w);
+  if (provider_ && !x.requires_grad())
+    throw spade::Error("Transformer::forward: with sharded weights the decoder layers' gradients flow through "
+                       "the hidden states, which do not require grad here (model.embed_tokens.weight is frozen?)");
   c10::optional<torch::Tensor> m;
   if (mask.defined()) m = mask;
   return CheckpointedLayer::apply(x, rope_cos, rope_sin, m, torch::TensorList(params), call)[0];
+}
+
+std::vector<torch::Tensor> TransformerImpl::layer_parameters(size_t layer) const {
+  TORCH_CHECK(layer < layers_.size(), "Transformer::layer_parameters: layer ", layer, " of ", layers_.size());
+  return CheckpointedLayer::layer_parameters(layers_[layer]);
 }
 
 TransformerImpl::AttentionBackend parse_attention_backend(const std::string& name, const std::string& where) {
@@ -581,6 +622,16 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, const tor
   const ModelConfig& c = config_;
   TORCH_CHECK(input_ids.dim() == 2, "Transformer::forward: input_ids must be [B, T], got ", input_ids.sizes());
   TORCH_CHECK(positions.sizes() == input_ids.sizes(), "Transformer::forward: positions must match input_ids");
+  if (provider_) {
+    // Sharded weights (ZeRO-3): training forwards only, each layer recomputed in backward.
+    if (cache)
+      throw spade::Error("Transformer::forward: the weights are sharded over data-parallel ranks; decoding with a "
+                         "KV cache runs on a whole copy of the weights (the inference copy)");
+    if (torch::GradMode::is_enabled() && !activation_checkpointing_)
+      throw spade::Error("Transformer::forward: sharded weights (distributed.sharding full) need activation "
+                         "checkpointing for a forward with gradients (train.activation_checkpointing: true)");
+    provider_->begin_forward();
+  }
   if (cache && decode_cpu_applies(input_ids, cache)) return decode_cpu(input_ids, positions, *cache, key_mask);
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
   const int64_t past = cache ? cache->length() : 0, S = past + T;
@@ -615,9 +666,14 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, const tor
 
   // 2-5. The decoder layers (decoder_layer below), each recomputed in backward when checkpointed.
   const bool checkpoint = activation_checkpointing_ && cache == nullptr && torch::GradMode::is_enabled();
-  for (size_t l = 0; l < layers_.size(); ++l)
-    x = checkpoint ? checkpointed_layer(x, layers_[l], c, rope_cos, rope_sin, mask, l, sdpa)
-                   : decoder_layer(x, layers_[l], c, rope_cos, rope_sin, mask, cache, l, sdpa);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (checkpoint) {
+      x = checkpointed_layer(x, layers_[l], c, rope_cos, rope_sin, mask, l, sdpa);
+    } else {
+      GatheredLayer gathered(provider_.get(), l);
+      x = decoder_layer(x, layers_[l], c, rope_cos, rope_sin, mask, cache, l, sdpa);
+    }
+  }
 
   // 6. Final norm (logits via lm_head()).
   return rms_norm(x, final_norm_, c.rms_norm_eps);
@@ -626,6 +682,9 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids, const tor
 // One decode step on fixed storage (DecodeGraph): forward()'s steps 1-6 for T == 1 with FixedKV layers.
 torch::Tensor TransformerImpl::forward_fixed(const FixedDecode& in) {
   const ModelConfig& c = config_;
+  if (provider_)
+    throw spade::Error("Transformer::forward_fixed: the weights are sharded over data-parallel ranks; decoding runs "
+                       "on a whole copy of the weights (the inference copy)");
   TORCH_CHECK(in.input_ids.dim() == 2 && in.input_ids.size(1) == 1, "Transformer::forward_fixed: input_ids must be [B, 1]");
   TORCH_CHECK(in.positions.sizes() == in.input_ids.sizes(), "Transformer::forward_fixed: positions must match input_ids");
   TORCH_CHECK(in.k.size() == layers_.size() && in.v.size() == layers_.size(), "Transformer::forward_fixed: ",

@@ -19,6 +19,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "policy/model_config.h"
@@ -111,6 +112,28 @@ struct KVCache {
   void touch();
 };
 
+/// Where the decoder layers' weights live when they are sharded over data-parallel ranks (ZeRO-3,
+/// distributed.sharding full; implemented by trainer/parameter_shards.h). Between uses a layer's
+/// parameter tensors are empty; forward() asks for each layer's weights just before it runs the layer
+/// and gives them back right after, and a checkpointed layer's backward asks again for the
+/// recomputation and hands over the weights' gradients itself (they never reach .grad). Every call may
+/// be a collective: the model must run the same forward / backward sequence on every rank.
+class LayerWeightsProvider {
+ public:
+  virtual ~LayerWeightsProvider() = default;
+  /// At the start of every forward(): the embeddings, final norm and output projection must be whole
+  /// on return. Throws spade::Error when the model may not run now (e.g. outside a training step).
+  virtual void begin_forward() = 0;
+  /// Layer `layer`'s parameter tensors hold their full values until release_layer(layer).
+  virtual void gather_layer(size_t layer) = 0;
+  virtual void release_layer(size_t layer) = 0;
+  /// A checkpointed layer's backward: the gradients of its weights `params` (TransformerImpl::
+  /// layer_parameters order; grads[i] undefined when the loss does not reach params[i]), called
+  /// between gather_layer and release_layer, instead of accumulating them into params[i].grad().
+  virtual void layer_gradients(size_t layer, const std::vector<torch::Tensor>& params,
+                               const std::vector<torch::Tensor>& grads) = 0;
+};
+
 class TransformerImpl : public torch::nn::Module {
  public:
   /// Builds the module with parameters registered under HF names and zero-initialised except RMSNorm
@@ -198,6 +221,18 @@ class TransformerImpl : public torch::nn::Module {
   /// Throws c10::Error on mismatched shapes.
   torch::Tensor forward_fixed(const FixedDecode& in);
 
+  /// Sharded layer weights (ZeRO-3): forward() then brackets every decoder layer with the provider's
+  /// gather_layer / release_layer, and requires activation checkpointing for a forward with gradients
+  /// (throws spade::Error otherwise: a stored-activation graph would keep every layer's weights);
+  /// forward_fixed() and the CPU decode kernel are refused. nullptr (the default): weights are plain
+  /// parameters. The provider is shared by the module; set it before any forward.
+  void set_weights_provider(std::shared_ptr<LayerWeightsProvider> provider) { provider_ = std::move(provider); }
+  bool weights_sharded() const { return provider_ != nullptr; }
+
+  /// Layer `layer`'s defined weights (handles to the registered parameters) in the order
+  /// LayerWeightsProvider::layer_gradients uses. Throws c10::Error for a layer out of range.
+  std::vector<torch::Tensor> layer_parameters(size_t layer) const;
+
   /// Output projection: hidden [..., hidden] -> logits [..., vocab] in float32. Uses the embedding
   /// matrix when tie_word_embeddings.
   torch::Tensor lm_head(const torch::Tensor& hidden);
@@ -233,6 +268,7 @@ class TransformerImpl : public torch::nn::Module {
   bool activation_checkpointing_ = false;
   bool cpu_decode_kernel_ = true;
   AttentionBackend attention_backend_ = AttentionBackend::kAuto;
+  std::shared_ptr<LayerWeightsProvider> provider_;  // set_weights_provider
   // The decode kernel: one token per row. input_ids, positions [B, 1] int64 (CPU); cache non-empty with
   // B rows and every layer; key_mask undefined or [B, cache+1] bool. Returns the final-normed hidden
   // states [B, 1, hidden] float32, like forward(). Throws spade::Error for an out-of-range token id or a

@@ -160,7 +160,7 @@ SelfPlayState load_trainer_state(const std::string& checkpoint_dir, torch::optim
                 "); resume it with distributed.sharding none, as it was written");
   if (!sharded && saved_sharded)
     throw Error("checkpoint: " + sdir + " holds a sharded optimizer (optimizer_shard_*.pt); resume it with "
-                "distributed.sharding optimizer or gradients");
+                "distributed.sharding optimizer, gradients or full");
   for (const char* f : {"optimizer.pt", "torch_rng.pt"})
     if ((!sharded || std::string(f) != "optimizer.pt") && !fs::exists(sdir + "/" + f))
       throw Error("checkpoint: " + sdir + "/" + f + " is missing (an incomplete or foreign checkpoint)");

@@ -271,8 +271,9 @@ struct DistributedYaml {
   double bucket_mb = 25;          // gradient all-reduce bucket size: torch DDP's bucket_cap_mb default
   double timeout_s = 1800;        // rendezvous + collective timeout: torch's default_pg_timeout (30 min);
                                   // the cold start runs on rank 0 alone while the others wait
-  std::string sharding = "none";  // none | optimizer | gradients: ZeRO-1 / ZeRO-2 over the data-parallel
-                                  // ranks (trainer/sharding.h; Rajbhandari et al. 2020 §5.1); none: plain DDP
+  std::string sharding = "none";  // none | optimizer | gradients | full: ZeRO-1 / 2 / 3 over the data-parallel
+                                  // ranks (trainer/sharding.h; Rajbhandari et al. 2020 §5.1); none: plain DDP;
+                                  // full needs train.activation_checkpointing
   int world_size = 0;             // ranks the run is meant for: > 0: `spade train` refuses another launched
                                   // WORLD_SIZE, and the dry-run's plan deals plays over this many ranks;
                                   // 0: whatever the launcher starts (the dry-run assumes WORLD_SIZE, else 1)

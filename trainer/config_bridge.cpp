@@ -113,12 +113,9 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(policy::Transformer& mod
                                                         const std::string& sharding, const DistributedContext& dist) {
   const Sharding mode = parse_sharding(sharding);
   if (mode == Sharding::None) return std::make_unique<torch::optim::AdamW>(make_optimizer(model, o));
-  return std::make_unique<ShardedAdamW>(model->parameters(),
-                                        torch::optim::AdamWOptions(o.lr)
-                                            .betas({o.beta1, o.beta2})
-                                            .weight_decay(o.weight_decay)
-                                            .eps(o.adam_eps),
-                                        dist, mode);
+  const auto options = torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).weight_decay(o.weight_decay).eps(o.adam_eps);
+  if (mode == Sharding::Full) return std::make_unique<ShardedAdamW>(model, options, dist);
+  return std::make_unique<ShardedAdamW>(model->parameters(), options, dist, mode);
 }
 
 DistributedOptions distributed_options(const DistributedYaml& d) {

@@ -46,7 +46,8 @@ LrSchedule lr_schedule(const Config& c);
 /// as the trainer and the benches build it.
 torch::optim::AdamW make_optimizer(policy::Transformer& model, const OptimConfig& o);
 /// The run's optimizer: make_optimizer's AdamW for distributed.sharding none, else a ShardedAdamW
-/// with the same options over `dist` (trainer/sharded_optimizer.h; `dist` must outlive it).
+/// with the same options over `dist` (trainer/sharded_optimizer.h; `dist` must outlive it); for full
+/// (ZeRO-3) it shards `model`'s parameters, which are then empty outside its training steps.
 /// Throws spade::Error for an unknown sharding name.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(policy::Transformer& model, const OptimConfig& o,
                                                         const std::string& sharding, const DistributedContext& dist);

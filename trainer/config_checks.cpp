@@ -123,6 +123,12 @@ void check_cross_keys(const Config& c, const Checker& ck) {
     ck.require(s->temperature == 0 || s->temperature >= 1e-5, {{key, s->temperature}},
                key + " must be 0 (greedy) or >= 1e-5 (rollout/sampler.h SamplingParams)");
   }
+  // ZeRO-3 gathers a layer's weights for its forward and again for its recomputation in backward; a
+  // stored-activation graph would keep every layer's gathered weights (trainer/parameter_shards.h).
+  ck.require(c.distributed.sharding != "full" || c.train.activation_checkpointing,
+             {{"train.activation_checkpointing", c.train.activation_checkpointing ? 1.0 : 0.0}},
+             "distributed.sharding full needs train.activation_checkpointing: true (each layer's weights are "
+             "gathered again to recompute it in backward)");
   ck.require(c.reward.plateau_low <= c.reward.plateau_high,
              {{"reward.plateau_low", c.reward.plateau_low}, {"reward.plateau_high", c.reward.plateau_high}},
              "reward.plateau_low must be <= reward.plateau_high");

@@ -215,25 +215,36 @@ UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& opt
                 " but no reference policy was given (UpdateOptions::reference)");
 
   model->train();
+  // ZeRO-2 reduces gradients bucket by bucket during each micro-batch's backward, ZeRO-3 also gathers
+  // each layer's weights for its forward and backward (sharded_optimizer.h): every rank then runs as
+  // many passes per mini-batch as the rank with the most micro-batches (rounds[j]; M > 1: rounds[M]
+  // forward-only passes for the old logprobs), padding its own with idle ones.
+  ShardedAdamW* in_backward = dynamic_cast<ShardedAdamW*>(&optimizer);
+  if (in_backward && !in_backward->collective_passes()) in_backward = nullptr;
+  std::vector<double> rounds(num_mini + 1, 0.0);
+  if (in_backward) {
+    for (int j = 0; j < num_mini; ++j) {
+      rounds[j] = static_cast<double>(minis[j].size());
+      rounds[num_mini] += num_mini > 1 ? rounds[j] : 0.0;
+    }
+    rounds = dp.all_reduce_max(rounds);
+  }
   // M > 1: the old policy's logprobs of every sample, with the weights before the first step, under
   // no_grad (same packing, chunking and autocast as the training forwards below).
   std::vector<std::vector<torch::Tensor>> old_logps(num_mini);
   if (num_mini > 1) {
     torch::NoGradGuard no_grad;
     AutocastScope autocast(device, bf16);
+    if (in_backward) in_backward->begin_step();
+    double passes = 0;
     for (int j = 0; j < num_mini; ++j)
-      for (const PackedBatch& b : minis[j])
+      for (const PackedBatch& b : minis[j]) {
         old_logps[j].push_back(
             sequence_logprobs(model, b, /*with_entropy=*/false, false, options.logprob_chunk_rows).first);
-  }
-  // ZeRO-2 reduces gradients bucket by bucket during each micro-batch's backward (sharded_optimizer.h):
-  // every rank then runs as many reduction rounds per mini-batch as the rank with the most micro-batches.
-  ShardedAdamW* in_backward = dynamic_cast<ShardedAdamW*>(&optimizer);
-  if (in_backward && in_backward->mode() != Sharding::Gradients) in_backward = nullptr;
-  std::vector<double> rounds(num_mini, 0.0);
-  if (in_backward) {
-    for (int j = 0; j < num_mini; ++j) rounds[j] = static_cast<double>(minis[j].size());
-    rounds = dp.all_reduce_max(rounds);
+        passes += 1;
+      }
+    if (in_backward)
+      for (; passes < rounds[num_mini]; passes += 1) in_backward->idle_forward();
   }
   TermSums sums;
   double grad_norm_sum = 0, steps = 0, micro_batches = 0;
@@ -241,7 +252,10 @@ UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& opt
     if (global[2 * j + 1] == 0) continue;  // a globally empty mini-batch (n < M): no rank steps
     const double normaliser = global[2 * j];
     optimizer.zero_grad();
-    if (in_backward) in_backward->begin_backward_reduction();
+    if (in_backward) {
+      in_backward->begin_backward_reduction();
+      in_backward->begin_step();
+    }
     for (size_t i = 0; i < minis[j].size(); ++i) {
       const PackedBatch& b = minis[j][i];
       PolicyLossTerms terms;
@@ -267,8 +281,8 @@ UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& opt
       if (in_backward) in_backward->end_micro_batch();
       sums.add(terms);
     }
-    if (in_backward)  // the rounds this rank has no micro-batch for: its share of the buckets is zeros
-      for (double r = static_cast<double>(minis[j].size()); r < rounds[j]; ++r) in_backward->end_micro_batch();
+    if (in_backward)  // the rounds this rank has no micro-batch for: its share of the gradients is zeros
+      for (double r = static_cast<double>(minis[j].size()); r < rounds[j]; ++r) in_backward->idle_micro_batch();
     micro_batches += static_cast<double>(minis[j].size());
     // Sum of the ranks' gradients = the whole-mini-batch gradient; then the global norm is clipped.
     grad_norm_sum += reduce_and_clip_gradients(optimizer, model, dp, options.grad_clip);

@@ -40,15 +40,17 @@ int64_t layer_bytes_per_token(const policy::ModelConfig& m, int64_t i, bool auto
   return b;
 }
 
-// Parameters that enter a matmul (bf16 copies under autocast): every projection, router and expert,
-// and the output projection (the embedding itself when tied).
-int64_t matmul_parameters(const policy::ModelConfig& m) {
+// Parameters that enter a matmul (bf16 copies under autocast): every projection, router and expert of
+// layer i; the output projection (the embedding itself when tied) is vocab x hidden.
+int64_t layer_matmul_parameters(const policy::ModelConfig& m, int64_t i) {
   const int64_t h = m.hidden_size, q = m.num_attention_heads * m.head_size(), k = m.kv_heads() * m.head_size();
-  int64_t n = m.vocab_size * h;
-  for (int64_t i = 0; i < m.num_hidden_layers; ++i) {
-    n += 2 * h * q + 2 * h * k;
-    n += m.is_moe_layer(i) ? m.num_experts * h * (1 + 3 * m.moe_intermediate_size) : 3 * h * m.intermediate_size;
-  }
+  return 2 * h * q + 2 * h * k +
+         (m.is_moe_layer(i) ? m.num_experts * h * (1 + 3 * m.moe_intermediate_size) : 3 * h * m.intermediate_size);
+}
+
+int64_t matmul_parameters(const policy::ModelConfig& m) {
+  int64_t n = m.vocab_size * m.hidden_size;
+  for (int64_t i = 0; i < m.num_hidden_layers; ++i) n += layer_matmul_parameters(m, i);
   return n;
 }
 
@@ -99,6 +101,27 @@ MemoryEstimate estimate_one(const policy::ModelConfig& m, const Config& c, int w
   e.optimizer = 8 * (e.sharding == "none" ? e.parameters : shard_capacity(e.parameters, world_size));
   e.kl_reference = c.loss.kl_coef != 0 ? 4 * e.parameters : 0;
   e.autocast_weights = e.autocast ? 2 * e.matmul_parameters : 0;
+  if (e.sharding == "full") {
+    // ZeRO-3 (trainer/parameter_shards.h): this rank's master-weight shard, plus during the update the
+    // root (embeddings, norm, lm_head) whole for the step and one layer whole at a time with the
+    // all-gather's chunks before they are joined; gradients: the summed shard, the root's .grad, and
+    // one layer's gradients with their padded flat copy for the reduce-scatter. Autocast's bf16 copies
+    // are dropped as each layer is released: one layer's and the output projection's.
+    int64_t layer = 0, layer_matmul = 0;
+    for (int64_t i = 0; i < m.num_hidden_layers; ++i) {
+      layer = std::max(layer, m.layer_parameters(i));
+      layer_matmul = std::max(layer_matmul, layer_matmul_parameters(m, i));
+    }
+    e.largest_layer = layer;
+    e.root_parameters = m.root_parameters();
+    e.weights = 4 * shard_capacity(e.parameters, world_size);
+    e.gathered = 4 * e.root_parameters + 2 * 4 * layer;
+    e.gradients = 4 * shard_capacity(e.parameters, world_size) + 4 * e.root_parameters + 2 * 4 * layer;
+    e.autocast_weights = e.autocast ? 2 * (layer_matmul + m.vocab_size * m.hidden_size) : 0;
+    // The rollouts' inference copy: every parameter whole, in the parameters' dtype (fp32) as the
+    // sampler runs them, all-gathered after each update and held for the rollout phase only.
+    e.inference_copy = 4 * e.parameters;
+  }
 
   // Activations of one micro-batch of N tokens.
   const SelfPlayConfig& sp = c.selfplay;
@@ -132,8 +155,9 @@ MemoryEstimate estimate_one(const policy::ModelConfig& m, const Config& c, int w
       pool ? 0 : std::min<int64_t>(sp.max_batch, envs_here) * sp.designer.max_new_tokens;
   e.kv_cache = std::max(plays_tokens, designer_tokens) * e.kv_bytes_per_token;
 
-  e.update_phase = e.weights + e.gradients + e.optimizer + e.kl_reference + e.autocast_weights + e.activations + e.logits;
-  e.rollout_phase = e.weights + e.optimizer + e.kl_reference + e.kv_cache;
+  e.update_phase = e.weights + e.gathered + e.gradients + e.optimizer + e.kl_reference + e.autocast_weights +
+                   e.activations + e.logits;
+  e.rollout_phase = e.weights + e.inference_copy + e.optimizer + e.kl_reference + e.kv_cache;
   e.peak = std::max(e.update_phase, e.rollout_phase);
   return e;
 }
@@ -142,11 +166,11 @@ MemoryEstimate estimate_one(const policy::ModelConfig& m, const Config& c, int w
 
 MemoryEstimate estimate_memory(const policy::ModelConfig& m, const Config& c, int world_size, bool cuda) {
   MemoryEstimate e = estimate_one(m, c, world_size, cuda);
-  for (const char* mode : {"none", "optimizer", "gradients"}) {
+  for (const char* mode : {"none", "optimizer", "gradients", "full"}) {
     Config other = c;
     other.distributed.sharding = mode;
     const MemoryEstimate o = mode == e.sharding ? e : estimate_one(m, other, world_size, cuda);
-    e.by_sharding.push_back({mode, o.weights + o.gradients + o.optimizer + o.kl_reference, o.peak});
+    e.by_sharding.push_back({mode, o.training_state(), o.peak});
   }
   return e;
 }
@@ -163,12 +187,22 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
     return "  " + name + ": " + gib(bytes) + " (" + how + ")\n";
   };
   std::string s;
-  s += line("weights", e.weights, count(e.parameters) + " parameters x 4 B, fp32");
+  const std::string N = std::to_string(e.world_size);
+  const bool full = e.sharding == "full";
+  s += line("weights", e.weights,
+            full ? "this rank's fp32 shard of " + count(e.parameters) + " parameters, ceil(P / " + N +
+                       ") x 4 B (distributed.sharding full)"
+                 : count(e.parameters) + " parameters x 4 B, fp32");
+  if (full)
+    s += line("gathered for the update", e.gathered,
+              "the root unit (embeddings, norm, lm_head: " + count(e.root_parameters) + ") whole, and the largest layer (" +
+                  count(e.largest_layer) + ") with its all-gathered chunks, fp32");
   s += line("gradients", e.gradients,
             e.sharding == "gradients"
-                ? "this rank's shard, ceil(P / " + std::to_string(e.world_size) + ") x 4 B, and during backward " +
+                ? "this rank's shard, ceil(P / " + N + ") x 4 B, and during backward " +
                       "one bucket of " + gib(e.gradient_bucket) + " with its flat copy (distributed.sharding gradients)"
-                : "fp32, as the weights");
+            : full ? "this rank's shard, ceil(P / " + N + ") x 4 B, the root's and one layer's with its flat copy"
+                   : "fp32, as the weights");
   s += line("optimizer state", e.optimizer,
             e.sharding == "none" ? "AdamW exp_avg + exp_avg_sq, 2 x 4 B fp32 per parameter"
                                  : "AdamW exp_avg + exp_avg_sq of this rank's shard, ceil(P / " +
@@ -177,7 +211,8 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
   if (e.kl_reference) s += line("KL reference policy", e.kl_reference, "a frozen fp32 copy, loss.kl_coef != 0");
   if (e.autocast_weights)
     s += line("autocast weight copies", e.autocast_weights,
-              "bf16 copies of " + count(e.matmul_parameters) + " matmul weights, kept for backward");
+              full ? std::string("bf16 copies of the largest layer's and the output projection's matmul weights")
+                   : "bf16 copies of " + count(e.matmul_parameters) + " matmul weights, kept for backward");
   s += line("activations", e.activations,
             std::to_string(e.micro_batch_tokens) + "-token micro-batch = max(optim.micro_batch_tokens, longest row " +
                 std::to_string(e.row_tokens) + "); " + (e.checkpointing ? "checkpointed: 4 h per layer + one layer of "
@@ -187,12 +222,17 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
   s += line("rollout KV cache", e.kv_cache,
             "worst case: " + std::to_string(e.plays_per_rank) + " plays of this rank at full context, " +
                 count(e.kv_bytes_per_token) + " B per token in fp32");
+  if (full)
+    s += line("rollout inference copy", e.inference_copy,
+              "every parameter whole in fp32 for the sampler, all-gathered after each update (rollout phase only)");
   s += "  update phase: " + gib(e.update_phase) + "; rollout phase: " + gib(e.rollout_phase) + " (they do not overlap)\n";
-  s += "  peak per GPU: " + gib(e.peak) + "; data parallel over " + std::to_string(e.world_size) +
-       " rank(s) replicates the weights on every rank" +
-       (e.sharding == "none"        ? std::string(", and the gradients and optimizer state (distributed.sharding none)")
-        : e.sharding == "optimizer" ? std::string(" and the gradients, and shards the optimizer state (distributed.sharding optimizer)")
-                                    : std::string(", and shards the gradients and optimizer state (distributed.sharding gradients)")) +
+  s += "  peak per GPU: " + gib(e.peak) + "; data parallel over " + N + " rank(s) " +
+       (e.sharding == "none" ? std::string("replicates the weights, gradients and optimizer state (distributed.sharding none)")
+        : e.sharding == "optimizer"
+            ? std::string("replicates the weights and the gradients, and shards the optimizer state (distributed.sharding optimizer)")
+        : e.sharding == "gradients"
+            ? std::string("replicates the weights, and shards the gradients and optimizer state (distributed.sharding gradients)")
+            : std::string("shards the weights, gradients and optimizer state (distributed.sharding full)")) +
        "\n";
   std::string modes;
   for (const MemoryEstimate::ShardingFit& f : e.by_sharding)
@@ -204,10 +244,9 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
     verdict = "; needed here: " + needed;
   } else if (budget.bytes > 0) {
     verdict = "; no mode fits the peak; " +
-              (state_needed.empty() ? std::string("no implemented mode's training state fits (the fp32 weights stay "
-                                                  "replicated: parameter sharding, ZeRO-3, is not implemented)")
+              (state_needed.empty() ? std::string("no mode's training state fits")
                                     : "the training state fits with " + state_needed +
-                                          " (activations and the rollout KV cache are the rest, below)");
+                                          " (activations, the rollout KV cache and inference copy are the rest, below)");
   }
   s += "  by distributed.sharding on " + std::to_string(e.world_size) + " rank(s): " + modes + verdict + "\n";
   if (budget.bytes <= 0) {
@@ -219,11 +258,11 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
     return s;
   }
   s += "  fits: NO, " + gib(e.peak) + " > " + gib(budget.bytes) + " (" + budget.source + ")";
-  const int64_t state = e.weights + e.gradients + e.optimizer + e.kl_reference;
+  const int64_t state = e.training_state();
   if (state > budget.bytes) {
     s += ": the training state alone (weights, gradients, optimizer" + std::string(e.kl_reference ? ", KL reference" : "") +
          ", " + gib(state) + ") exceeds it" +
-         (state_needed.empty() ? std::string(" in every implemented sharding mode (ZeRO-3 would be needed)")
+         (state_needed.empty() ? std::string(" in every sharding mode (more ranks: distributed.world_size)")
                                : "; distributed.sharding " + state_needed + " brings it under") + "\n";
     return s;
   }
@@ -239,7 +278,7 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
          (needed.empty() || needed == e.sharding ? std::string() : " or distributed.sharding " + needed) + "\n";
   }
   if (e.rollout_phase > budget.bytes) {
-    const int64_t left = budget.bytes - (e.weights + e.optimizer + e.kl_reference);
+    const int64_t left = budget.bytes - (e.weights + e.inference_copy + e.optimizer + e.kl_reference);
     const int64_t tokens = left > 0 ? left / e.kv_bytes_per_token : 0;
     s += "    the rollout phase fits only while this rank's cached plays hold at most " + count(tokens) +
          " KV tokens together (" + count(e.plays_per_rank ? tokens / e.plays_per_rank : 0) +

@@ -5,7 +5,14 @@
 // What spade holds, read from its code (bytes; P parameters, L layers, h hidden, q = heads x head_dim,
 // k = kv_heads x head_dim, I the MLP width, V the vocabulary, N tokens of a micro-batch):
 //   weights      4 P   fp32 parameters: random init and policy::load_checkpoint are fp32, and
-//                      train.autocast bf16 keeps fp32 master weights (trainer/autocast.h)
+//                      train.autocast bf16 keeps fp32 master weights (trainer/autocast.h);
+//                4 ceil(P / N) with distributed.sharding full (ZeRO-3, trainer/parameter_shards.h): this
+//                      rank's master-weight shard (per-unit padding, < N elements a unit, not counted)
+//   gathered     (full only, update phase) 4 R + 2 x 4 Lmax: the root unit (R: embeddings, final norm,
+//                      lm_head) whole for the optimizer step, one layer (Lmax: the largest) whole at a
+//                      time, and the all-gather's chunks of it before they are joined
+//   inference    (full only, rollout phase) 4 P: the sampler's whole copy of the weights, all-gathered
+//                      after each update
 //   gradients    4 P   in the parameters' dtype (none, optimizer): backward accumulates the full .grad
 //                      over the micro-batches and the reduction runs once after the last one;
 //                4 ceil(P / N) + 2 B with distributed.sharding gradients (ZeRO-2 reduces bucket by bucket
@@ -13,13 +20,17 @@
 //                      bucket's full .grad tensors and its flat copy, B = max(distributed.bucket_mb, the
 //                      largest parameter tensor: a larger one is a bucket of its own); gradients that
 //                      arrive out of order wait for the buckets before them (not counted)
+//                4 ceil(P / N) + 4 R + 2 x 4 Lmax with distributed.sharding full: the summed shard, the
+//                      root's .grad (accumulated over the micro-batches) and one layer's gradients with
+//                      their padded flat copy for the reduce-scatter
 //   optimizer    8 P   torch::optim::AdamW's exp_avg and exp_avg_sq, fp32 (trainer/config_bridge.cpp);
-//                8 ceil(P / N) with distributed.sharding optimizer or gradients over N ranks (ZeRO-1 / 2,
+//                8 ceil(P / N) with distributed.sharding optimizer, gradients or full over N ranks (ZeRO-1 / 2 / 3,
 //                Rajbhandari et al. 2020 §5.1; trainer/sharded_optimizer.h)
 //   KL reference 4 P   a second fp32 copy of the policy when loss.kl_coef != 0 (trainer/train.cpp)
 //   autocast     2 M   under bf16 autocast the bf16 copy of every matmul weight (M of the P: attention
 //                      and MLP projections, router and experts, lm_head) is cached for the forward and
-//                      saved for backward
+//                      saved for backward; with full sharding the cache is dropped as each layer is
+//                      released: 2 (the largest layer's M + V h)
 //   activations  what autograd saves for backward, counted tensor by tensor in policy/transformer.cpp
 //                decoder_layer, the method of Korthikanti et al. 2022 ("Reducing Activation
 //                Recomputation in Large Transformer Models", §4: 34 s b h + 5 a s^2 b bytes per layer
@@ -64,9 +75,9 @@
 // Phases: the update (weights, gradients, optimizer, KL reference, autocast copies, activations,
 // logits) and the rollouts (weights, optimizer, KL reference, KV cache; LibTorch 2.x frees gradients
 // after the step, zero_grad(set_to_none); a sharded optimizer releases them at the reduction) do not
-// overlap; the peak is the larger. Data parallel replicates weights and gradients on every rank
-// (parameters are never sharded: no ZeRO-3); the world size divides the optimizer state under
-// distributed.sharding and the plays a rank caches.
+// overlap; the peak is the larger. Data parallel replicates weights and gradients on every rank unless
+// distributed.sharding says otherwise (the world size divides the optimizer state, then the gradients,
+// then the weights), and divides the plays a rank caches.
 // Cross-check: bench/RESULTS.md measured the Qwen3-4B shape's GRPO step on an H200 (bf16, sdpa, no
 // checkpointing, 4096-token micro-batches): 100.8 GiB allocated at peak; this estimate gives 102.3 GiB
 // for that step (tests/trainer/test_memory_estimate.cpp).
@@ -93,14 +104,20 @@ struct MemoryEstimate {
   // Bytes on each rank:
   int64_t weights = 0, gradients = 0, optimizer = 0, kl_reference = 0, autocast_weights = 0;
   int64_t gradient_bucket = 0;  // distributed.sharding gradients: B above (0 otherwise)
+  // distributed.sharding full: parameters gathered during the update (root + one layer, above), the
+  // rollouts' whole inference copy, the largest layer's and the root's parameter counts (0 otherwise).
+  int64_t gathered = 0, inference_copy = 0, largest_layer = 0, root_parameters = 0;
+  /// What stays resident across the phases plus the update's parameters and gradients: weights,
+  /// gathered, gradients, optimizer, KL reference (the "training state" compared per sharding mode).
+  int64_t training_state() const { return weights + gathered + gradients + optimizer + kl_reference; }
   int64_t activations = 0, logits = 0;
   int64_t kv_bytes_per_token = 0;
   int64_t plays_per_rank = 0;        // plays a rank caches at once (worst case)
   int64_t kv_cache = 0;              // worst case over plays and designer rounds
   int64_t update_phase = 0, rollout_phase = 0, peak = 0;
   std::string sharding = "none";     // distributed.sharding of this estimate
-  // Each implemented sharding mode at this world size, in the order none, optimizer, gradients (the
-  // same run otherwise): its training state (weights + gradients + optimizer + KL reference) and its
+  // Each sharding mode at this world size, in the order none, optimizer, gradients, full (the
+  // same run otherwise): its training state (MemoryEstimate::training_state()) and its
   // peak per GPU, what describe_memory compares with the budget.
   struct ShardingFit {
     std::string mode;
@@ -120,7 +137,7 @@ struct MemoryBudget {
   std::string source;
 };
 
-/// The first sharding mode of estimate.by_sharding (none, optimizer, gradients) whose peak fits
+/// The first sharding mode of estimate.by_sharding (none, optimizer, gradients, full) whose peak fits
 /// `budget` (state_only: whose training state fits, leaving activations and the KV cache aside); ""
 /// when none does or when the budget is unknown (bytes <= 0).
 std::string sharding_needed(const MemoryEstimate& estimate, const MemoryBudget& budget, bool state_only = false);

@@ -231,8 +231,15 @@ void SelfPlay::step(int64_t t) {
     rows.push_back(play_row(plays[i], scores.filter.keep[i]));
     batch.push_back(std::move(plays[i].sample));
   }
-  const TrainResult trained = train_step({config_, policy_.model, optimizer_, *dist_, kl_reference_}, t, batch,
-                                         n_designer, scores.filter);
+  // ZeRO-3 (distributed.sharding full): the optimizer's model is the sharded one, and policy_ holds the
+  // rollouts' whole inference copy, released for the update and all-gathered again after it.
+  auto* full = dynamic_cast<ShardedAdamW*>(&optimizer_);
+  if (full && !full->sharded_model()) full = nullptr;
+  if (full) release_parameters(policy_.model->parameters());
+  const TrainResult trained = train_step({config_, full ? full->sharded_model() : policy_.model, optimizer_, *dist_,
+                                          kl_reference_},
+                                         t, batch, n_designer, scores.filter);
+  if (full) full->gather_parameters_into(policy_.model->parameters());
   rec.designer_samples = static_cast<int64_t>(n_designer);
   rec.lr = trained.lr;
   rec.update = trained.update;

@@ -50,6 +50,7 @@ ShardedAdamW::ShardedAdamW(std::vector<torch::Tensor> params, const torch::optim
       dist_(dist),
       mode_(mode) {
   if (mode == Sharding::None) throw Error("ShardedAdamW: sharding mode none (use torch::optim::AdamW)");
+  if (mode == Sharding::Full) throw Error("ShardedAdamW: sharding mode full takes the model (its units)");
   if (options.amsgrad()) throw Error("ShardedAdamW: amsgrad is not supported");
   for (size_t i = 0; i < params.size(); ++i) {
     const torch::Tensor& p = params[i];
@@ -63,17 +64,7 @@ ShardedAdamW::ShardedAdamW(std::vector<torch::Tensor> params, const torch::optim
   for_each_part(numels_, shard_.begin, shard_.end, [&](size_t i, int64_t po, int64_t so, int64_t len) {
     pieces_.push_back({i, po, so, len});
   });
-  steps_.assign(params.size(), 0);
-  has_grad_.assign(params.size(), false);
-  const torch::TensorOptions f32 =
-      torch::TensorOptions().dtype(torch::kFloat).device(params.empty() ? torch::Device(torch::kCPU) : params[0].device());
-  exp_avg_ = torch::zeros({shard_.size()}, f32);
-  exp_avg_sq_ = torch::zeros({shard_.size()}, f32);
-  int64_t at = 0;
-  for (int64_t n : numels_) {
-    offsets_.push_back(at);
-    at += n;
-  }
+  init_state(params);
   if (mode != Sharding::Gradients) return;
   // Buckets of consecutive parameters in reverse order, at most bucket_bytes of float32 each.
   const int64_t cap_bytes = std::max<int64_t>(dist.bucket_bytes(), 1);
@@ -99,7 +90,41 @@ ShardedAdamW::ShardedAdamW(std::vector<torch::Tensor> params, const torch::optim
   }
 }
 
+ShardedAdamW::ShardedAdamW(policy::Transformer model, const torch::optim::AdamWOptions& options,
+                           const DistributedContext& dist)
+    : torch::optim::Optimizer(model->parameters(), std::make_unique<torch::optim::AdamWOptions>(options)),
+      dist_(dist),
+      mode_(Sharding::Full),
+      model_(model) {
+  if (options.amsgrad()) throw Error("ShardedAdamW: amsgrad is not supported");
+  const std::vector<torch::Tensor> params = model->parameters();
+  for (const torch::Tensor& p : params) {
+    numels_.push_back(p.numel());
+    total_ += p.numel();
+  }
+  shards_ = std::make_shared<ParameterShards>(model, dist);  // checks the parameters, empties them
+  for (const ParameterShards::Piece& pc : shards_->pieces()) pieces_.push_back({pc.param, pc.param_offset, pc.shard_offset, pc.len});
+  shard_ = {0, shards_->shard_size()};
+  init_state(params);
+  model->set_weights_provider(shards_);
+}
+
+void ShardedAdamW::init_state(const std::vector<torch::Tensor>& params) {
+  steps_.assign(params.size(), 0);
+  has_grad_.assign(params.size(), false);
+  const torch::TensorOptions f32 =
+      torch::TensorOptions().dtype(torch::kFloat).device(params.empty() ? torch::Device(torch::kCPU) : params[0].device());
+  exp_avg_ = torch::zeros({shard_.size()}, f32);
+  exp_avg_sq_ = torch::zeros({shard_.size()}, f32);
+  int64_t at = 0;
+  for (int64_t n : numels_) {
+    offsets_.push_back(at);
+    at += n;
+  }
+}
+
 ShardedAdamW::~ShardedAdamW() {
+  if (model_) model_->set_weights_provider(nullptr);
   for (size_t k = 0; k < accumulators_.size(); ++k) accumulators_[k]->del_post_hook(hook_keys_[k]);
 }
 
@@ -185,6 +210,28 @@ void ShardedAdamW::reduce_bucket(size_t b) {
   }
 }
 
+void ShardedAdamW::begin_step() {
+  if (shards_) shards_->begin_step();
+}
+
+void ShardedAdamW::idle_forward() {
+  if (shards_) shards_->idle_forward();
+}
+
+void ShardedAdamW::idle_micro_batch() {
+  if (shards_) shards_->idle_micro_batch();
+  else end_micro_batch();  // Gradients: the buckets' reduction rounds, with zeros (a no-op otherwise)
+}
+
+void ShardedAdamW::gather_parameters_into(const std::vector<torch::Tensor>& into) const {
+  if (!shards_)
+    throw Error("ShardedAdamW::gather_parameters_into: the parameters are sharded only under sharding full (this "
+                "optimizer's mode is " + sharding_name(mode_) + ": they are whole on every rank)");
+  shards_->gather_into(into);
+}
+
+int64_t ShardedAdamW::parameter_bytes() const { return shards_ ? shards_->shard_bytes() : 4 * total_; }
+
 void ShardedAdamW::end_micro_batch() {
   if (!armed_) return;
   while (next_bucket_ < buckets_.size()) reduce_bucket(next_bucket_++);
@@ -202,14 +249,21 @@ double ShardedAdamW::reduce_and_clip_gradients(double max_norm) {
   if (reduced_in_backward && std::any_of(arrived_.begin(), arrived_.end(), [](bool a) { return a; }))
     throw Error("ShardedAdamW: end_micro_batch() was not called after the last backward of this step");
   armed_ = false;
+  // ZeRO-3: the layers were reduced during backward; the root's gradients now (ParameterShards).
+  std::vector<bool> full_has;
+  if (shards_) grad_sum_ = shards_->finish_gradients(full_has);
   std::vector<double> has(params.size());
   for (size_t i = 0; i < params.size(); ++i)
-    has[i] = params[i].grad().defined() || has_grad_[i] || (reduced_in_backward && arrived_in_step_[i]) ? 1.0 : 0.0;
+    has[i] = params[i].grad().defined() || has_grad_[i] || (reduced_in_backward && arrived_in_step_[i]) ||
+                     (shards_ && full_has[i])
+                 ? 1.0
+                 : 0.0;
   has = dist_.all_reduce_max(has);
   for (size_t i = 0; i < params.size(); ++i) has_grad_[i] = has[i] != 0.0;
   const torch::TensorOptions f32 = exp_avg_.options();
-  if (reduced_in_backward) {
-    // ZeRO-2 during backward: the buckets were reduced as they arrived (begin_backward_reduction).
+  if (reduced_in_backward || shards_) {
+    // ZeRO-2 during backward: the buckets were reduced as they arrived (begin_backward_reduction);
+    // ZeRO-3: each layer's as its backward ended, the root's just now.
     grad_ = grad_sum_;
     grad_sum_ = torch::Tensor();
   } else if (mode_ == Sharding::Optimizer) {
@@ -264,7 +318,8 @@ torch::Tensor ShardedAdamW::step(LossClosure closure) {
   // torch::optim::AdamW::step (LibTorch 1.13), op for op, on this rank's part of each tensor.
   for (const Piece& pc : pieces_) {
     if (!has_grad_[pc.param]) continue;
-    torch::Tensor p = param_slice(params[pc.param], pc.param_offset, pc.len);
+    torch::Tensor p = shards_ ? shards_->parameters().narrow(0, pc.shard_offset, pc.len)
+                              : param_slice(params[pc.param], pc.param_offset, pc.len);
     if (wd != 0) p.mul_(1 - lr * wd);  // decoupled weight decay (Loshchilov & Hutter 2019, Alg. 2 line 12)
     const double t = static_cast<double>(steps_[pc.param]);
     const double bias_correction1 = 1 - std::pow(beta1, t);
@@ -278,6 +333,7 @@ torch::Tensor ShardedAdamW::step(LossClosure closure) {
     p.addcdiv_(m, denom, -lr / bias_correction1);
   }
   grad_ = torch::Tensor();
+  if (shards_) return {};  // ZeRO-3: the shards are the weights; a layer is gathered when it next runs
   // Every rank's updated range into every rank's parameters (padded to equal sizes for allgather).
   const int world = dist_.world_size();
   const int64_t cap = shard_capacity(total_, world);

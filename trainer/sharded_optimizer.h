@@ -1,5 +1,8 @@
-// AdamW over a sharded flat parameter vector: ZeRO-1 and ZeRO-2 data parallelism (Rajbhandari et al.
-// 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models", §5.1 P_os and P_os+g).
+// AdamW over a sharded flat parameter vector: ZeRO-1, ZeRO-2 and ZeRO-3 data parallelism (Rajbhandari
+// et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models", §5.1 P_os, P_os+g
+// and P_os+g+p). ZeRO-3 (mode Full) shards per model unit instead (trainer/parameter_shards.h): the
+// shard is this rank's chunk of every unit, the master weights live there, and step() updates them
+// with the same math and all-gathers nothing (a layer is gathered when it next runs).
 // The parameters are viewed as one flat vector (model->parameters() order); rank r of N owns the
 // contiguous range shard_range(P, r, N) (trainer/sharding.h) and keeps AdamW's exp_avg and exp_avg_sq
 // (float32, like the parameters) only for it, so optimizer state is 8 P / N bytes per rank instead of
@@ -21,7 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "policy/transformer.h"
 #include "trainer/distributed.h"
+#include "trainer/parameter_shards.h"
 #include "trainer/sharding.h"
 
 namespace spade::trainer {
@@ -35,6 +40,13 @@ class ShardedAdamW : public torch::optim::Optimizer {
   /// Throws spade::Error for mode None, amsgrad, or a non-contiguous / non-float32 parameter.
   ShardedAdamW(std::vector<torch::Tensor> params, const torch::optim::AdamWOptions& options,
                const DistributedContext& dist, Sharding mode);
+  /// Mode Full (ZeRO-3) over `model`'s parameters: shards them (ParameterShards; the model's parameter
+  /// tensors are empty from here on except while a unit runs) and installs the shards as the model's
+  /// LayerWeightsProvider. The weights must be identical on every rank (broadcast first). The model then
+  /// runs forward only inside an optimizer step (begin_step .. reduce_and_clip_gradients) and needs
+  /// activation checkpointing for its training forwards; gather_parameters_into() gives a whole copy.
+  /// Throws spade::Error as above.
+  ShardedAdamW(policy::Transformer model, const torch::optim::AdamWOptions& options, const DistributedContext& dist);
   ~ShardedAdamW() override;  // removes the gradient hooks
   ShardedAdamW(const ShardedAdamW&) = delete;
   ShardedAdamW& operator=(const ShardedAdamW&) = delete;
@@ -76,6 +88,29 @@ class ShardedAdamW : public torch::optim::Optimizer {
   void begin_backward_reduction();
   void expect_gradients_from(const torch::Tensor& loss);
   void end_micro_batch();
+  /// Mode Full: before an optimizer step's first forward (also a no-grad one): gathers the root unit
+  /// (ParameterShards::begin_step; idempotent until reduce_and_clip_gradients). Other modes: no-op.
+  void begin_step();
+  /// For a rank with fewer micro-batches than another in this step, once per missing one: the
+  /// collectives of a forward (idle_forward: mode Full) or of a forward and backward (idle_micro_batch:
+  /// mode Full, and end_micro_batch's reduction rounds in mode Gradients). Other modes: no-op.
+  void idle_forward();
+  void idle_micro_batch();
+  /// Whether forward and backward passes issue collectives, so every rank must run as many (modes
+  /// Gradients with begin_backward_reduction, and Full).
+  bool collective_passes() const { return mode_ == Sharding::Gradients || mode_ == Sharding::Full; }
+  /// Mode Full: every parameter's full values into `into` (shaped like the model's parameters or empty,
+  /// in model->parameters() order, any dtype / device; ParameterShards::gather_into), e.g. the rollouts'
+  /// inference copy; collective. Throws spade::Error in another mode (the parameters are whole there)
+  /// or on a count or shape mismatch.
+  void gather_parameters_into(const std::vector<torch::Tensor>& into) const;
+  /// Mode Full: bytes of this rank's master-weight shard and the most bytes of gathered parameters held
+  /// at once. Other modes: every parameter's bytes (replicated), and 0.
+  int64_t parameter_bytes() const;
+  int64_t peak_gathered_parameter_bytes() const { return shards_ ? shards_->peak_gathered_bytes() : 0; }
+  /// Mode Full: the model whose parameters are sharded (its forward runs only in optimizer steps);
+  /// null otherwise.
+  policy::Transformer sharded_model() const { return model_; }
   /// The most bytes of full-size .grad tensors alive at once during the last armed step (0 if none).
   int64_t peak_full_gradient_bytes() const { return peak_live_grad_bytes_; }
 
@@ -94,7 +129,7 @@ class ShardedAdamW : public torch::optim::Optimizer {
   int rank() const { return dist_.rank(); }
   int world_size() const { return dist_.world_size(); }
   int64_t total_numel() const { return total_; }           // P: elements of all parameters
-  const FlatRange& shard() const { return shard_; }        // this rank's [begin, end)
+  const FlatRange& shard() const { return shard_; }        // this rank's [begin, end) (Full: [0, its size))
   /// Bytes of this rank's optimizer state tensors (exp_avg + exp_avg_sq: 8 bytes per owned element).
   int64_t state_bytes() const;
   /// Bytes of the reduced gradient this rank held after the last reduce_and_clip_gradients (its
@@ -112,13 +147,17 @@ class ShardedAdamW : public torch::optim::Optimizer {
   /// Element counts of the parameter tensors in order (the flat layout).
   const std::vector<int64_t>& numels() const { return numels_; }
 
- private:
-  // The part of parameter `param` inside the owned range: elements [param_offset, param_offset + len)
-  // of its flattened view, at [shard_offset, shard_offset + len) of the shard.
+  /// The part of parameter `param` (model->parameters() index) this rank owns: elements
+  /// [param_offset, param_offset + len) of its flattened view, at [shard_offset, shard_offset + len) of
+  /// the shard (and of exp_avg / exp_avg_sq). The pieces tile the shard in order.
   struct Piece {
     size_t param;
     int64_t param_offset, shard_offset, len;
   };
+  const std::vector<Piece>& pieces() const { return pieces_; }
+
+ private:
+  void init_state(const std::vector<torch::Tensor>& params);  // steps, moments, flat offsets
   const DistributedContext& dist_;
   Sharding mode_;
   int64_t total_ = 0;
@@ -130,6 +169,8 @@ class ShardedAdamW : public torch::optim::Optimizer {
   torch::Tensor exp_avg_, exp_avg_sq_;  // [shard size] float32
   torch::Tensor grad_;                  // [shard size] float32 from reduce_and_clip_gradients to step
   int64_t reduced_gradient_bytes_ = 0;
+  std::shared_ptr<ParameterShards> shards_;  // mode Full: the parameter shards (also the model's provider)
+  policy::Transformer model_{nullptr};       // mode Full: the model they are installed on
 
   // ZeRO-2's reduction during backward (begin_backward_reduction).
   friend struct GradientArrived;

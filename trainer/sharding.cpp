@@ -10,7 +10,9 @@ Sharding parse_sharding(const std::string& name) {
   if (name == "none") return Sharding::None;
   if (name == "optimizer") return Sharding::Optimizer;
   if (name == "gradients") return Sharding::Gradients;
-  throw Error("distributed.sharding must be none, optimizer (ZeRO-1) or gradients (ZeRO-2), not '" + name + "'");
+  if (name == "full") return Sharding::Full;
+  throw Error("distributed.sharding must be none, optimizer (ZeRO-1), gradients (ZeRO-2) or full (ZeRO-3), not '" +
+              name + "'");
 }
 
 std::string sharding_name(Sharding s) {
@@ -18,6 +20,7 @@ std::string sharding_name(Sharding s) {
     case Sharding::None: return "none";
     case Sharding::Optimizer: return "optimizer";
     case Sharding::Gradients: return "gradients";
+    case Sharding::Full: return "full";
   }
   return "none";
 }

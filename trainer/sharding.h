@@ -12,10 +12,11 @@ namespace spade::trainer {
 ///   None       nothing: every rank holds the fp32 weights, gradients and AdamW moments (plain DDP)
 ///   Optimizer  ZeRO-1 (P_os): AdamW's exp_avg / exp_avg_sq and step counts; gradients all-reduced
 ///   Gradients  ZeRO-2 (P_os+g): also the reduced gradients (reduce-scatter to the owning rank)
-/// Parameters stay replicated (ZeRO-3 is not implemented).
-enum class Sharding { None, Optimizer, Gradients };
+///   Full       ZeRO-3 (P_os+g+p, FSDP): also the parameters, per decoder layer, gathered only while
+///              a layer runs (trainer/parameter_shards.h)
+enum class Sharding { None, Optimizer, Gradients, Full };
 
-/// "none" | "optimizer" | "gradients". Throws spade::Error listing the names otherwise.
+/// "none" | "optimizer" | "gradients" | "full". Throws spade::Error listing the names otherwise.
 Sharding parse_sharding(const std::string& name);
 std::string sharding_name(Sharding s);
 

@@ -330,9 +330,24 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
     return final_dir;
   }
 
-  // AdamW, or its ZeRO-1 / ZeRO-2 sharded form over the ranks (distributed.sharding).
+  // AdamW, or its ZeRO-1 / 2 / 3 sharded form over the ranks (distributed.sharding). ZeRO-3 shards the
+  // model's parameters themselves, so the rollouts sample from a whole copy (the inference copy: fp32,
+  // on train.device, refilled after every update by an all-gather; trainer/parameter_shards.h), and
+  // the policy the run samples, evaluates and checkpoints is that copy.
+  policy::Transformer trained = policy.model;
+  if (parse_sharding(config.distributed.sharding) == Sharding::Full) {
+    policy::Transformer copy(policy.model->config());
+    copy->to(device);
+    copy->set_attention_backend(attention);
+    {
+      torch::NoGradGuard no_grad;
+      const std::vector<torch::Tensor> from = policy.model->parameters(), to = copy->parameters();
+      for (size_t i = 0; i < to.size(); ++i) to[i].copy_(from[i]).requires_grad_(false);
+    }
+    policy.model = copy;
+  }
   const std::unique_ptr<torch::optim::Optimizer> optimizer =
-      make_optimizer(policy.model, config.optim, config.distributed.sharding, dist);
+      make_optimizer(trained, config.optim, config.distributed.sharding, dist);
   SelfPlay selfplay(config, run, policy.ref(), server, corpus, seeds, *optimizer, log, &dist, kl_reference,
                     tb.get());
   int64_t first = 0;

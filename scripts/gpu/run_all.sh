@@ -27,8 +27,9 @@
 #                qwen3 saved in bf16), scored by `spade score` and by transformers
 #                (scripts/gpu/parity_transformers.py; tolerance 1e-3, bf16 compute 5% of the largest logit).
 #   sampler16_1  as sampler64 at batches 16 and 1 ("if time allows").
-#   sharding     issue 23: one GRPO step ($GROUP_SHAPE) with distributed.sharding none, optimizer (ZeRO-1) and
-#                gradients (ZeRO-2) through the real backend: a one-rank group (in-process store) and, where
+#   sharding     issue 23: one GRPO step ($GROUP_SHAPE) with distributed.sharding none, optimizer (ZeRO-1),
+#                gradients (ZeRO-2) and full (ZeRO-3, with activation checkpointing, which leaves the gradient
+#                unchanged) through the real backend: a one-rank group (in-process store) and, where
 #                several GPUs exist (dry run: 2 CPU ranks over Gloo), N local ranks (`bench step --nproc`).
 #                Every mode's gradient norm must equal none's at the same world size (same weights, same
 #                batches) to 1e-3 relative, and the optimizer state per rank be 1/N of none's (within padding).
@@ -69,7 +70,7 @@
 #   parity             MEASURED 15-18 s.
 #   sampler16_1 ~3-5 min (timeout 330): as sampler64, two batch sizes (estimate).
 #   turns              MEASURED 89 s.
-#   sharding   ~20-40 s (timeout 120): 3 (one GPU) or 6 single steps of the 2-layer shape (estimate).
+#   sharding   ~25-50 s (timeout 120): 4 (one GPU) or 8 single steps of the 2-layer shape (estimate).
 #   unittests  ~3-6 min (timeout 560): ~40 more translation units, then the tests (estimate).
 # One 570 s call got through every phase but sampler16_1 and unittests; a second call with the time
 # left runs those (the PASS markers skip the rest while the machine is warm).
@@ -363,14 +364,15 @@ PYEOF
 phase_sharding() {
   local dir=$1 n mode world
   n=$([[ $DRY == 1 ]] && echo 2 || nvidia-smi -L 2> /dev/null | grep -c '^GPU')
-  for mode in none optimizer gradients; do
+  for mode in none optimizer gradients full; do
     for world in 1 "$n"; do
       (( world == 1 )) || (( n > 1 )) || continue
-      local nproc=() f=$dir/w${world}_$mode
+      local nproc=() f=$dir/w${world}_$mode ckpt=()
       (( world > 1 )) && nproc=(--nproc "$world")
+      [[ $mode == full ]] && ckpt=(--activation-checkpointing true)
       # shellcheck disable=SC2086  # GROUP_SHAPE is a list of options
       "$SPADE" bench step $GROUP_SHAPE --device "$DEV" --group "$GROUP" --sharding "$mode" --warmup 0 --steps 1 \
-        "${nproc[@]}" > "$f.json" 2> "$f.err" \
+        "${nproc[@]}" "${ckpt[@]}" > "$f.json" 2> "$f.err" \
         || { tail -20 "$f.err"; echo "sharding $mode at world size $world failed: $(tail -1 "$f.err")" > "$dir/result.txt"; return 1; }
     done
   done
@@ -381,7 +383,7 @@ parts, ok = [], True
 for w in sorted({1, n}):
     if w > 1 and n < 2:
         continue
-    rows = {m: json.loads(open(f"{d}/w{w}_{m}.json").read().strip().splitlines()[-1]) for m in ("none", "optimizer", "gradients")}
+    rows = {m: json.loads(open(f"{d}/w{w}_{m}.json").read().strip().splitlines()[-1]) for m in ("none", "optimizer", "gradients", "full")}
     base = rows["none"]
     for m, r in rows.items():
         rel = abs(r["grad_norm"] - base["grad_norm"]) / max(abs(base["grad_norm"]), 1e-12)

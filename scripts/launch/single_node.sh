@@ -9,7 +9,8 @@
 #        scripts/launch/single_node.sh 8 --config configs/games-qwen3-8b.yaml --set model.init_checkpoint=DIR \
 #          --set distributed.sharding=gradients
 #
-# distributed.sharding (none | optimizer | gradients, trainer/sharding.h): each rank then writes its own
+# distributed.sharding (none | optimizer | gradients | full, trainer/sharding.h; configs/games-qwen3-30b-a3b.yaml
+# sets full, which needs train.activation_checkpointing): each rank then writes its own
 # optimizer_shard_RRRRR_of_WWWWW.pt into every checkpoint, and a resume re-shards them onto however
 # many ranks it is launched with.
 #

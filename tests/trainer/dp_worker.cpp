@@ -6,11 +6,14 @@
 //   {"rank", "world_size", "initial": [...], "params": [...], "steps": [{stats}...]}
 // where the parameter arrays are every parameter flattened in model->parameters() order.
 // Usage: trainer_dp_worker OUT.json AGG_MODE [BUCKET_BYTES [SHARDING MODEL [STEPS SAVE_DIR LOAD_DIR]]]
-// SHARDING (none | optimizer | gradients, trainer/sharding.h) picks the optimizer as the trainer does
+// SHARDING (none | optimizer | gradients | full, trainer/sharding.h) picks the optimizer as the trainer does
 // (trainer::make_optimizer), MODEL is qwen3 (the fixture) or qwen3_moe (4 experts, top-2); with them
 // the JSON also has "total_numel", "state_bytes" (this rank's optimizer-state tensors: the shard's
 // moments, or torch AdamW's exp_avg + exp_avg_sq), "grad_bytes" (the reduced gradient a sharded rank
-// held after the last reduction) and "grads_released" (no parameter keeps a .grad after the update).
+// held after the last reduction), "grads_released" (no parameter keeps a .grad after the update), and
+// for a sharded optimizer "param_bytes" (the parameters a rank keeps: its shard under full) and
+// "peak_gathered_bytes" (full: the most gathered parameter bytes at once). Full turns on activation
+// checkpointing, which it requires.
 // STEPS optimizer steps instead of 3; a SAVE_DIR other than "-" receives each rank's optimizer shard
 // (trainer/optimizer_shards.h) and rank 0's model.pt after them; a LOAD_DIR other than "-" restores
 // both (re-sharding for this world size) before the steps.
@@ -69,6 +72,16 @@ nlohmann::json flat_params(policy::Transformer& model) {
     all.insert(all.end(), f.data_ptr<double>(), f.data_ptr<double>() + f.numel());
   }
   return all;
+}
+
+// The whole parameters: under ZeRO-3 (sharding full) the model's own tensors are empty between steps,
+// so they are all-gathered into a fresh copy (a collective: every rank calls this at the same point).
+nlohmann::json whole_params(policy::Transformer& model, const torch::optim::Optimizer& opt) {
+  const auto* sharded = dynamic_cast<const trainer::ShardedAdamW*>(&opt);
+  if (!sharded || sharded->mode() != trainer::Sharding::Full) return flat_params(model);
+  policy::Transformer copy(model->config());
+  sharded->gather_parameters_into(copy->parameters());
+  return flat_params(copy);
 }
 
 // A tiny qwen3_moe: 4 experts, top-2 (layer 0 dense, layer 1 sparse), so some experts get no token
@@ -170,15 +183,19 @@ int main(int argc, char** argv) {
     trainer::OptimConfig oc;
     oc.lr = 1e-2;
     oc.weight_decay = 0.1;
-    const std::unique_ptr<torch::optim::Optimizer> optimizer = trainer::make_optimizer(model, oc, sharding, dist);
-    torch::optim::Optimizer& opt = *optimizer;
-
     const int num_steps = argc > 6 ? std::stoi(argv[6]) : 3;
     const std::string save_dir = argc > 7 ? argv[7] : "-", load_dir = argc > 8 ? argv[8] : "-";
+    const bool full = sharding == "full";
+    // ZeRO-3 shards the weights when the optimizer is made: they are loaded first (the other modes load
+    // after it, which moves ZeRO-2's gradient hooks onto the new accumulators).
+    if (load_dir != "-" && full) torch::load(model, load_dir + "/model.pt");
+    if (full) model->set_activation_checkpointing(true);  // required: layers recompute in backward
+    const std::unique_ptr<torch::optim::Optimizer> optimizer = trainer::make_optimizer(model, oc, sharding, dist);
+    torch::optim::Optimizer& opt = *optimizer;
     auto* sharded = dynamic_cast<trainer::ShardedAdamW*>(&opt);
     if ((save_dir != "-" || load_dir != "-") && !sharded) throw std::runtime_error("SAVE_DIR / LOAD_DIR need a sharding");
     if (load_dir != "-") {
-      torch::load(model, load_dir + "/model.pt");
+      if (!full) torch::load(model, load_dir + "/model.pt");
       trainer::load_optimizer_shards(*sharded, load_dir);
     }
 
@@ -186,7 +203,7 @@ int main(int argc, char** argv) {
     out["rank"] = dist.rank();
     out["world_size"] = dist.world_size();
     out["backend"] = dist.backend();
-    out["initial"] = flat_params(model);
+    out["initial"] = whole_params(model, opt);
     out["steps"] = nlohmann::json::array();
     for (int step = 0; step < num_steps; ++step) {
       const trainer::UpdateStats s = trainer::grpo_update(model, opt, mine, o, &dist);
@@ -194,11 +211,16 @@ int main(int argc, char** argv) {
                               {"num_samples", s.num_samples}, {"pg_clipfrac", s.pg_clipfrac},
                               {"tis_mean", s.tis_mean}, {"entropy", s.entropy}});
     }
-    out["params"] = flat_params(model);
+    out["params"] = whole_params(model, opt);
     if (save_dir != "-") {
       std::filesystem::create_directories(save_dir);
       trainer::save_optimizer_shard(*sharded, save_dir);
-      if (dist.is_main()) torch::save(model, save_dir + "/model.pt");
+      policy::Transformer whole = model;
+      if (full) {  // the weights are sharded: all-gathered into a copy (every rank takes part)
+        whole = policy::Transformer(model->config());
+        sharded->gather_parameters_into(whole->parameters());
+      }
+      if (dist.is_main()) torch::save(whole, save_dir + "/model.pt");
       dist.barrier();
     }
     int64_t total = 0, state_bytes = 0, grad_bytes = 0;
@@ -210,9 +232,13 @@ int main(int argc, char** argv) {
     state_bytes = trainer::adamw_state_bytes(opt);
     if (const auto* sharded = dynamic_cast<const trainer::ShardedAdamW*>(&opt)) {
       grad_bytes = sharded->gradient_bytes();
+      total = sharded->total_numel();  // (under ZeRO-3 the model's own tensors are empty here)
       out["peak_full_grad_bytes"] = sharded->peak_full_gradient_bytes();
+      out["param_bytes"] = sharded->parameter_bytes();
+      out["peak_gathered_bytes"] = sharded->peak_gathered_parameter_bytes();
     }
     out["total_numel"] = total;
+    out["num_layers"] = model->config().num_hidden_layers;
     out["state_bytes"] = state_bytes;
     out["grad_bytes"] = grad_bytes;
     out["grads_released"] = released;

@@ -1,11 +1,13 @@
-// Test helpers: start processes with posix_spawn (never fork a process that runs LibTorch threads)
-// and read TensorBoard files back with the independent Python reader. Header-only, tests only.
+// Test helpers: start processes with posix_spawn (never fork a process that runs LibTorch threads),
+// read a run's metrics.jsonl, and read TensorBoard files back with the independent Python reader.
+// Header-only, tests only.
 #pragma once
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -62,6 +64,28 @@ inline nlohmann::json read_rollouts_h5(const std::string& path, const std::strin
   const int rc = run_python(std::string(SPADE_SOURCE_DIR) + "/tests/trainer/read_rollouts_h5.py", {path}, scratch_path);
   if (rc != 0) throw std::runtime_error("read_rollouts_h5.py failed on " + path + ": " + read_file(scratch_path));
   return nlohmann::json::parse(read_file(scratch_path));
+}
+
+/// Non-empty lines of the file at `path` (0 when it does not exist).
+inline int count_lines(const std::string& path) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += !line.empty();
+  return n;
+}
+
+/// A run's metrics.jsonl lines without the wall-clock dependent keys (time/..., perf/...): what an
+/// interrupted-and-resumed run must reproduce exactly.
+inline std::vector<nlohmann::json> comparable_metrics(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line), kept = nlohmann::json::object();
+    for (auto& [k, v] : j.items())
+      if (k.rfind("time/", 0) != 0 && k.rfind("perf/", 0) != 0) kept[k] = v;
+    out.push_back(kept);
+  }
+  return out;
 }
 
 }  // namespace spade::testutil

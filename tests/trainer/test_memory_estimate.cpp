@@ -126,11 +126,29 @@ TEST(MemoryEstimate, ShardingDividesTheOptimizerStateAndZero2TheGradients) {
   // 3 ranks do not divide P = 3 x 1,340,822,698 + 2: the padded shard has 1,340,822,699 elements.
   c.distributed.sharding = "optimizer";
   EXPECT_EQ(estimate_memory(shape, c, 3, true).optimizer, 8 * 1340822699LL);
+  // ZeRO-3 (full) on 8 ranks, by hand: the root R = 151,936 x 2,560 + 2,560 = 388,958,720 parameters
+  // (tied embedding, final norm); every layer 2,560 x 4,096 (q) + 2 x 2,560 x 1,024 (k, v) + 4,096 x
+  // 2,560 (o) + 256 (q/k norm) + 3 x 2,560 x 9,728 (MLP) + 2 x 2,560 (norms) = 100,930,816 (R + 36 layers
+  // = P). Weights: the 502,808,512-element shard x 4 = 2,011,234,048; gathered: 4 R + 2 x 4 x 100,930,816
+  // = 2,363,281,408; gradients: the shard's 2,011,234,048 + the same 2,363,281,408; AdamW as ZeRO-1.
+  c.distributed.sharding = "full";
+  const MemoryEstimate zero3 = estimate_memory(shape, c, 8, true);
+  EXPECT_EQ(zero3.root_parameters, 388958720);
+  EXPECT_EQ(zero3.largest_layer, 100930816);
+  EXPECT_EQ(zero3.weights, 2011234048);
+  EXPECT_EQ(zero3.gathered, 2363281408);
+  EXPECT_EQ(zero3.gradients, 4374515456);
+  EXPECT_EQ(zero3.optimizer, 4022468096);
+  EXPECT_EQ(zero3.training_state(), 12771499008);
+  // The rollouts' inference copy is every parameter in fp32 (4 P), in the rollout phase only: it
+  // replaces ZeRO-2's replicated weights there, so the rollout phases differ by the weight shard.
+  EXPECT_EQ(zero3.inference_copy, 16089872384);
+  EXPECT_EQ(zero3.rollout_phase - zero2.rollout_phase, 2011234048);
   // Each mode's state and peak, and the first mode that fits a budget.
-  ASSERT_EQ(none.by_sharding.size(), 3u);
-  const char* modes[] = {"none", "optimizer", "gradients"};
-  const MemoryEstimate* each[] = {&none, &zero1, &zero2};
-  for (int i = 0; i < 3; ++i) {
+  ASSERT_EQ(none.by_sharding.size(), 4u);
+  const char* modes[] = {"none", "optimizer", "gradients", "full"};
+  const MemoryEstimate* each[] = {&none, &zero1, &zero2, &zero3};
+  for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(none.by_sharding[i].mode, modes[i]);
     EXPECT_EQ(none.by_sharding[i].peak, each[i]->peak) << modes[i];
   }
@@ -139,16 +157,20 @@ TEST(MemoryEstimate, ShardingDividesTheOptimizerStateAndZero2TheGradients) {
   EXPECT_EQ(none.by_sharding[0].state, 64359489536);
   EXPECT_EQ(none.by_sharding[1].state, 36202212864);
   EXPECT_EQ(none.by_sharding[2].state, 25235223808);
+  EXPECT_EQ(none.by_sharding[3].state, 12771499008);
   // This step's peak is its update phase (no rollout here), so each mode's saving shows in the peak.
   EXPECT_LT(zero1.peak, none.peak);
   EXPECT_EQ(zero1.peak - zero2.peak, 16089872384 - 5122883328);
   EXPECT_EQ(sharding_needed(none, {none.peak, "t"}), "none");
   EXPECT_EQ(sharding_needed(none, {none.peak - 1, "t"}), "optimizer");
   EXPECT_EQ(sharding_needed(none, {zero1.peak - 1, "t"}), "gradients");
-  EXPECT_EQ(sharding_needed(none, {zero2.peak - 1, "t"}), "");
+  EXPECT_LT(zero3.peak, zero2.peak);
+  EXPECT_EQ(sharding_needed(none, {zero2.peak - 1, "t"}), "full");
+  EXPECT_EQ(sharding_needed(none, {zero3.peak - 1, "t"}), "");
   EXPECT_EQ(sharding_needed(none, {64359489536 - 1, "t"}, /*state_only=*/true), "optimizer");
   EXPECT_EQ(sharding_needed(none, {36202212864 - 1, "t"}, /*state_only=*/true), "gradients");
-  EXPECT_EQ(sharding_needed(none, {25235223808 - 1, "t"}, /*state_only=*/true), "");
+  EXPECT_EQ(sharding_needed(none, {25235223808 - 1, "t"}, /*state_only=*/true), "full");
+  EXPECT_EQ(sharding_needed(none, {12771499008 - 1, "t"}, /*state_only=*/true), "");
   EXPECT_EQ(sharding_needed(none, {0, "unknown"}), "");
   const std::string text = describe_memory(none, {none.peak - 1, "test"});
   EXPECT_NE(text.find("needed here: optimizer"), std::string::npos) << text;
@@ -250,19 +272,33 @@ TEST(PaperConfigs, ShardingNeededOnEightH200s) {
     // By hand, the training state in bytes: weights 4 P + gradients 4 P + AdamW 8 P (8 P / 8 sharded)
     // + a KL reference 4 P when loss.kl_coef != 0. Qwen3-4B without KL: 16 P = 64.4 GB fits unsharded;
     // Qwen3-8B with KL: 20 P = 163.8 GB does not, 13 P = 106.5 GB does (ZeRO-1); Qwen3-30B-A3B: even
-    // ZeRO-2's 5.5 P = 168 GB exceeds 141 GB (ZeRO-3 territory: the replicated weights are 4 P).
+    // ZeRO-2's 5.5 P = 168 GB exceeds 141 GB, ZeRO-3's 76 GB does not (games; tool use adds the 4 P KL
+    // reference: nothing fits).
     // ZeRO-2: weights 4 P + gradients 4 P / 8 + 2 buckets + AdamW 8 P / 8, the bucket being the
     // [151,936 x hidden] embedding in fp32 (the largest tensor of every Qwen3 shape here).
+    // ZeRO-3: weights P / 8 x 4 + gradients P / 8 x 4 + AdamW P / 8 x 8 = 2 P, plus the root R (vocab x
+    // hidden, twice when untied, + hidden) whole with its gradient (8 R), plus the largest layer L gathered
+    // with its all-gather chunks, and its gradient with the flat copy (16 L). L by hand: q and o
+    // (2 x hidden x heads x 128), k and v (2 x hidden x kv heads x 128), q/k norms (256), the two norms
+    // (2 x hidden), and the MLP (3 x hidden x intermediate) or the MoE block (experts x (hidden + 3 x
+    // hidden x expert width)).
     const int64_t P = p.parameters, kl = p.memory.kl_reference ? 4 : 0;
     const int64_t buckets = 2 * 4 * 151936 * p.model.hidden_size;
-    const std::string by_hand = (16 + kl) * P <= budget        ? "none"
-                                : (9 + kl) * P <= budget       ? "optimizer"
-                                : (5.5 + kl) * P + buckets <= budget ? "gradients"
-                                                               : "";
+    const policy::ModelConfig& m = p.model;
+    const int64_t h = m.hidden_size;
+    const int64_t R = 151936 * h * (m.tie_word_embeddings ? 1 : 2) + h;
+    const int64_t L = 2 * h * m.num_attention_heads * 128 + 2 * h * m.num_key_value_heads * 128 + 256 + 2 * h +
+                      (m.num_experts > 0 ? m.num_experts * (h + 3 * h * m.moe_intermediate_size)
+                                         : 3 * h * m.intermediate_size);
+    const std::string by_hand = (16 + kl) * P <= budget                        ? "none"
+                                : (9 + kl) * P <= budget                       ? "optimizer"
+                                : (5.5 + kl) * P + buckets <= budget           ? "gradients"
+                                : (2 + kl) * P + 8 * R + 16 * L <= budget + 16 ? "full"  // + 16: shard padding
+                                                                               : "";
     EXPECT_EQ(state_mode, by_hand) << name;
-    // The config sets the mode its training state needs, or the least memory implemented when none
-    // fits (ZeRO-2 here; the plan's verdict says what is missing).
-    EXPECT_EQ(config.distributed.sharding, by_hand.empty() ? "gradients" : by_hand) << name;
+    // The config sets the mode its training state needs, or the least memory there is when none fits
+    // (ZeRO-3 here; the plan's verdict says what is missing).
+    EXPECT_EQ(config.distributed.sharding, by_hand.empty() ? "full" : by_hand) << name;
   }
   EXPECT_GE(needed.size(), 3u);
 }

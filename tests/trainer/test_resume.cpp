@@ -13,7 +13,6 @@
 
 #include "tests/trainer/tiny_run.h"
 #include "common/atomic_file.h"
-#include "common/strings.h"
 #include "tests/testing/tiny_policy.h"
 #include "tests/trainer/spawn_helpers.h"
 #include "trainer/corpus.h"
@@ -29,26 +28,6 @@ pid_t spawn_spade(const std::vector<std::string>& args, const std::string& log_p
   return testutil::spawn_logged(all, log_path);
 }
 using testutil::wait_exit;
-
-int count_lines(const fs::path& p) {
-  std::ifstream in(p);
-  int n = 0;
-  for (std::string line; std::getline(in, line);) n += !line.empty();
-  return n;
-}
-
-// metrics.jsonl lines without wall-clock dependent keys.
-std::vector<nlohmann::json> comparable_metrics(const fs::path& p) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(p);
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line), kept = nlohmann::json::object();
-    for (auto& [k, v] : j.items())
-      if (!starts_with(k, "time/") && !starts_with(k, "perf/")) kept[k] = v;
-    out.push_back(kept);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -107,14 +86,14 @@ TEST(Resume, KilledMidStepThenResumedEqualsUninterrupted) {
     int status = 0;
     ASSERT_EQ(waitpid(victim, &status, WNOHANG), 0) << "the run ended before it was killed:\n"
                                                      << read_file((root / "killed.log").string());
-    if (count_lines(victim_metrics) >= 3) {
+    if (testutil::count_lines(victim_metrics) >= 3) {
       ASSERT_EQ(kill(victim, SIGKILL), 0);
       killed = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(wait_exit(victim), 128 + SIGKILL);
-  const int lines_at_kill = count_lines(victim_metrics);
+  const int lines_at_kill = testutil::count_lines(victim_metrics);
   EXPECT_GE(lines_at_kill, 3);
   EXPECT_LT(lines_at_kill, 10) << "the kill landed after the run had finished";
 
@@ -126,8 +105,8 @@ TEST(Resume, KilledMidStepThenResumedEqualsUninterrupted) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_NE(read_file((root / "resumed.log").string()).find("resume: continuing at step"), std::string::npos);
 
-  const std::vector<nlohmann::json> a = comparable_metrics(root / "ref" / "metrics.jsonl");
-  const std::vector<nlohmann::json> b = comparable_metrics(root / "killed" / "metrics.jsonl");
+  const std::vector<nlohmann::json> a = testutil::comparable_metrics(root / "ref" / "metrics.jsonl");
+  const std::vector<nlohmann::json> b = testutil::comparable_metrics(root / "killed" / "metrics.jsonl");
   ASSERT_EQ(a.size(), 10u);
   ASSERT_EQ(b.size(), 10u);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i;
