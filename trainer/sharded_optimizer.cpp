@@ -103,7 +103,7 @@ ShardedAdamW::ShardedAdamW(policy::Transformer model, const torch::optim::AdamWO
     total_ += p.numel();
   }
   shards_ = std::make_shared<ParameterShards>(model, dist);  // checks the parameters, empties them
-  for (const ParameterShards::Piece& pc : shards_->pieces()) pieces_.push_back({pc.param, pc.param_offset, pc.shard_offset, pc.len});
+  pieces_ = shards_->pieces();
   shard_ = {0, shards_->shard_size()};
   init_state(params);
   model->set_weights_provider(shards_);

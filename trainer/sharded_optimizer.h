@@ -150,10 +150,7 @@ class ShardedAdamW : public torch::optim::Optimizer {
   /// The part of parameter `param` (model->parameters() index) this rank owns: elements
   /// [param_offset, param_offset + len) of its flattened view, at [shard_offset, shard_offset + len) of
   /// the shard (and of exp_avg / exp_avg_sq). The pieces tile the shard in order.
-  struct Piece {
-    size_t param;
-    int64_t param_offset, shard_offset, len;
-  };
+  using Piece = ParameterShards::Piece;
   const std::vector<Piece>& pieces() const { return pieces_; }
 
  private:
