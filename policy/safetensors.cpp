@@ -131,48 +131,107 @@ std::map<std::string, at::Tensor> read_safetensors(const std::string& path) {
   return out;
 }
 
-void write_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
-  if (!host_is_little_endian()) throw spade::Error(path + ": safetensors I/O needs a little-endian host");
+SafetensorsWriter::SafetensorsWriter(std::string path, std::vector<SafetensorsTensorSpec> tensors,
+                                     const std::map<std::string, std::string>& metadata)
+    : path_(std::move(path)), tmp_(path_ + ".tmp") {
+  if (!host_is_little_endian()) throw spade::Error(path_ + ": safetensors I/O needs a little-endian host");
+  std::sort(tensors.begin(), tensors.end(),
+            [](const SafetensorsTensorSpec& a, const SafetensorsTensorSpec& b) { return a.name < b.name; });
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::vector<at::Tensor> data;
-  uint64_t offset = 0;
-  for (const auto& kv : tensors) {  // std::map: sorted by name
-    if (kv.first == "__metadata__") throw spade::Error(path + ": '__metadata__' is not a valid tensor name");
-    if (!kv.second.defined()) throw spade::Error(path + ": tensor '" + kv.first + "' is undefined");
+  for (SafetensorsTensorSpec& t : tensors) {
+    if (t.name == "__metadata__") throw spade::Error(path_ + ": '__metadata__' is not a valid tensor name");
+    if (index_.count(t.name)) throw spade::Error(path_ + ": tensor '" + t.name + "' is listed twice");
     std::string dtype;
     try {
-      dtype = safetensors_dtype_name(kv.second.scalar_type());
+      dtype = safetensors_dtype_name(t.dtype);
     } catch (const spade::Error& e) {
-      throw spade::Error(path + ": tensor '" + kv.first + "': " + e.what());
+      throw spade::Error(path_ + ": tensor '" + t.name + "': " + e.what());
     }
-    at::Tensor t = kv.second.detach().to(at::kCPU).contiguous();
-    const uint64_t nbytes = static_cast<uint64_t>(t.numel()) * t.element_size();
-    header[kv.first] = {{"dtype", dtype}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + nbytes}}};
-    offset += nbytes;
-    data.push_back(t);
+    uint64_t numel = 1;
+    for (const int64_t d : t.shape) {
+      if (d < 0) throw spade::Error(path_ + ": tensor '" + t.name + "' has a negative dimension");
+      numel *= static_cast<uint64_t>(d);
+    }
+    Slot slot;
+    slot.offset = data_bytes_;
+    slot.bytes = numel * static_cast<uint64_t>(compat::element_size(t.dtype));
+    header[t.name] = {{"dtype", dtype}, {"shape", t.shape}, {"data_offsets", {slot.offset, slot.offset + slot.bytes}}};
+    data_bytes_ += slot.bytes;
+    index_[t.name] = slots_.size();
+    slot.spec = std::move(t);
+    slots_.push_back(std::move(slot));
   }
   std::string h = header.dump();
   h.append((8 - h.size() % 8) % 8, ' ');  // data region starts 8-byte aligned; spaces are the only padding
   const uint64_t n = h.size();
   if (n > kMaxHeader)
-    throw spade::Error(path + ": the header would be " + std::to_string(n) +
+    throw spade::Error(path_ + ": the header would be " + std::to_string(n) +
                        " bytes, over the 100,000,000-byte limit of safetensors readers; write fewer tensors per file");
+  data_start_ = 8 + n;
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw spade::Error(tmp_ + ": cannot open for writing: " + std::strerror(errno));
+  std::string head(reinterpret_cast<const char*>(&n), 8);
+  head += h;
+  write_at(head.data(), head.size(), 0, "the header");
+}
 
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw spade::Error(tmp + ": cannot open for writing");
-    out.write(reinterpret_cast<const char*>(&n), 8);
-    out.write(h.data(), static_cast<std::streamsize>(h.size()));
-    for (const auto& t : data)
-      out.write(static_cast<const char*>(compat::const_data(t)), static_cast<std::streamsize>(t.numel() * t.element_size()));
-    out.flush();
-    if (!out) throw spade::Error(tmp + ": write failed (disk full?)");
+SafetensorsWriter::~SafetensorsWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) std::remove(tmp_.c_str());
+}
+
+void SafetensorsWriter::write_at(const void* data, uint64_t bytes, uint64_t offset, const std::string& what) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::pwrite(fd_, p, std::min<uint64_t>(bytes, uint64_t{1} << 30), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw spade::Error(tmp_ + ": write failed (disk full?) at " + what + ": " + std::strerror(errno));
+    p += n;
+    bytes -= static_cast<uint64_t>(n);
+    offset += static_cast<uint64_t>(n);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw spade::Error(path + ": rename from " + tmp + " failed: " + std::strerror(errno));
+}
+
+void SafetensorsWriter::write(const std::string& name, const at::Tensor& value) {
+  const auto it = index_.find(name);
+  if (it == index_.end()) throw spade::Error(path_ + ": tensor '" + name + "' is not one this file was planned with");
+  Slot& slot = slots_[it->second];
+  if (slot.written) throw spade::Error(path_ + ": tensor '" + name + "' written twice");
+  if (!value.defined()) throw spade::Error(path_ + ": tensor '" + name + "' is undefined");
+  if (value.sizes().vec() != slot.spec.shape)
+    throw spade::Error(path_ + ": tensor '" + name + "' has shape " + c10::str(value.sizes()) + ", planned " +
+                       c10::str(at::IntArrayRef(slot.spec.shape)));
+  const at::Tensor t = value.detach().to(at::kCPU, slot.spec.dtype).contiguous();
+  write_at(compat::const_data(t), slot.bytes, data_start_ + slot.offset, "tensor '" + name + "'");
+  slot.written = true;
+}
+
+void SafetensorsWriter::commit() {
+  if (committed_) return;
+  for (const Slot& s : slots_)
+    if (!s.written) throw spade::Error(path_ + ": tensor '" + s.spec.name + "' was never written");
+  // Size the file exactly (a data region of zero-sized tensors only ends at the header).
+  if (::ftruncate(fd_, static_cast<off_t>(data_start_ + data_bytes_)) != 0 || ::close(fd_) != 0) {
+    fd_ = -1;
+    throw spade::Error(tmp_ + ": cannot finish the file: " + std::strerror(errno));
+  }
+  fd_ = -1;
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
+    throw spade::Error(path_ + ": rename from " + tmp_ + " failed: " + std::strerror(errno));
+  committed_ = true;
+}
+
+void write_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::vector<SafetensorsTensorSpec> specs;
+  for (const auto& [name, t] : tensors) {
+    if (!t.defined()) throw spade::Error(path + ": tensor '" + name + "' is undefined");
+    specs.push_back({name, t.scalar_type(), t.sizes().vec()});
+  }
+  SafetensorsWriter writer(path, std::move(specs), metadata);
+  for (const auto& [name, t] : tensors) writer.write(name, t);
+  writer.commit();
 }
 
 }  // namespace spade::policy

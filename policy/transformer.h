@@ -228,6 +228,7 @@ class TransformerImpl : public torch::nn::Module {
   /// parameters. The provider is shared by the module; set it before any forward.
   void set_weights_provider(std::shared_ptr<LayerWeightsProvider> provider) { provider_ = std::move(provider); }
   bool weights_sharded() const { return provider_ != nullptr; }
+  LayerWeightsProvider* weights_provider() const { return provider_.get(); }
 
   /// Layer `layer`'s defined weights (handles to the registered parameters) in the order
   /// LayerWeightsProvider::layer_gradients uses. Throws c10::Error for a layer out of range.

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "policy/checkpoint.h"
+#include "policy/safetensors.h"
 #include "policy/tokenizer.h"
 #include "trainer/optimizer_shards.h"
 
@@ -74,22 +75,60 @@ void write_optimizer_shard(const RunDir& run, int64_t step, const ShardedAdamW& 
   save_optimizer_shard(optimizer, dir);
 }
 
+CheckpointWeights model_weights(policy::Transformer model) {
+  CheckpointWeights w;
+  for (const auto& p : model->named_parameters()) w.shapes.emplace_back(p.key(), p.value().sizes().vec());
+  w.for_each = [model](const CheckpointWeights::Visit& visit) {
+    for (const auto& p : model->named_parameters()) visit(p.key(), p.value());
+  };
+  return w;
+}
+
+CheckpointWeights sharded_weights(const ShardedAdamW& optimizer) {
+  const ParameterShards& shards = optimizer.parameter_shards();
+  CheckpointWeights w;
+  for (size_t i = 0; i < shards.names().size(); ++i) w.shapes.emplace_back(shards.names()[i], shards.shapes()[i]);
+  w.for_each = [&shards](const CheckpointWeights::Visit& visit) {
+    shards.gather_each([&](size_t, const std::string& name, const torch::Tensor& values) { visit(name, values); });
+  };
+  return w;
+}
+
 std::string save_training_checkpoint(const RunDir& run, int64_t step, const rollout::PolicyRef& policy,
-                                     const std::string& dtype, const TrainerStateRefs* trainer_state) {
+                                     const std::string& dtype, const TrainerStateRefs* trainer_state,
+                                     const CheckpointWeights* weights) {
   policy::CheckpointSaveOptions options;
   options.dtype = policy::checkpoint_dtype(dtype);
   options.tokenizer_model = policy.tokenizer.model_path();
   const std::string dir = run.checkpoint_dir(step);
-  if (!trainer_state) {
-    policy::save_checkpoint(dir, policy.model, options);
-    return dir;
-  }
-  // Stage: the policy (itself written to stage.tmp and renamed), then the trainer state inside it,
-  // state.json last; then one rename publishes the complete checkpoint.
-  const std::string stage = run.checkpoints_dir() + "/.stage_" + fs::path(dir).filename().string();
+  const CheckpointWeights own = weights ? CheckpointWeights{} : model_weights(policy.model);
+  const CheckpointWeights& source = weights ? *weights : own;
+  // With trainer state: stage the policy (itself written to stage.tmp and renamed), then the trainer
+  // state inside it, state.json last; then one rename publishes the complete checkpoint.
+  const std::string stage =
+      trainer_state ? run.checkpoints_dir() + "/.stage_" + fs::path(dir).filename().string() : dir;
   std::error_code ec;
-  fs::remove_all(stage, ec);
-  policy::save_checkpoint(stage, policy.model, options);
+  if (trainer_state) fs::remove_all(stage, ec);
+  {
+    policy::CheckpointWriter writer(stage, policy.model->config(), source.shapes, options);
+    // bf16 weights: the exact float32 ones beside them, written in the same pass.
+    std::unique_ptr<policy::SafetensorsWriter> fp32;
+    if (trainer_state && options.dtype != "float32") {
+      const std::string sdir = writer.staging_dir() + "/" + kStateDir;
+      fs::create_directories(sdir, ec);
+      if (ec) throw Error("checkpoint: cannot create " + sdir + ": " + ec.message());
+      std::vector<policy::SafetensorsTensorSpec> specs;
+      for (const auto& [name, shape] : source.shapes) specs.push_back({name, torch::kFloat, shape});
+      fp32 = std::make_unique<policy::SafetensorsWriter>(sdir + "/model_fp32.safetensors", std::move(specs));
+    }
+    source.for_each([&](const std::string& name, const torch::Tensor& values) {
+      writer.write(name, values);
+      if (fp32) fp32->write(name, values);
+    });
+    if (fp32) fp32->commit();
+    writer.commit();
+  }
+  if (!trainer_state) return dir;
   const std::string sdir = stage + "/" + kStateDir;
   fs::create_directories(sdir, ec);
   if (ec) throw Error("checkpoint: cannot create " + sdir + ": " + ec.message());
@@ -99,7 +138,6 @@ std::string save_training_checkpoint(const RunDir& run, int64_t step, const roll
     else
       torch::save(trainer_state->optimizer, sdir + "/optimizer.pt");
     save_torch_rng(sdir + "/torch_rng.pt");
-    if (options.dtype != "float32") torch::save(policy.model, sdir + "/model_fp32.pt");
   } catch (const c10::Error& e) {
     throw Error("checkpoint: cannot write the torch archives under " + sdir + ": " + e.what_without_backtrace());
   }
@@ -129,12 +167,27 @@ std::string latest_resumable_checkpoint(const RunDir& run) {
 
 policy::Transformer load_training_policy(const std::string& checkpoint_dir) {
   policy::Transformer model = policy::load_checkpoint(checkpoint_dir);
-  const std::string fp32 = checkpoint_dir + "/" + kStateDir + "/model_fp32.pt";
+  const std::string fp32 = checkpoint_dir + "/" + kStateDir + "/model_fp32.safetensors";
+  const std::string legacy = checkpoint_dir + "/" + kStateDir + "/model_fp32.pt";
+  torch::NoGradGuard no_grad;
   if (fs::exists(fp32)) {
+    const std::shared_ptr<policy::SafetensorsFile> f = policy::SafetensorsFile::open(fp32);
+    for (auto& p : model->named_parameters()) {
+      if (!f->contains(p.key())) throw Error("checkpoint: " + fp32 + ": tensor '" + p.key() + "' is missing");
+      const torch::Tensor t = f->get(p.key());
+      if (t.sizes() != p.value().sizes() || t.scalar_type() != torch::kFloat)
+        throw Error("checkpoint: " + fp32 + ": tensor '" + p.key() + "' is " + c10::str(t.sizes()) + " " +
+                    c10::toString(t.scalar_type()) + ", the model's is " + c10::str(p.value().sizes()) + " Float");
+      p.value().copy_(t);
+    }
+    if (f->names().size() != model->named_parameters().size())
+      throw Error("checkpoint: " + fp32 + " holds " + std::to_string(f->names().size()) + " tensors, the model has " +
+                  std::to_string(model->named_parameters().size()) + " parameters");
+  } else if (fs::exists(legacy)) {
     try {
-      torch::load(model, fp32, torch::Device(torch::kCPU));  // trained on any device; loaded on the CPU
+      torch::load(model, legacy, torch::Device(torch::kCPU));  // trained on any device; loaded on the CPU
     } catch (const c10::Error& e) {
-      throw Error("checkpoint: cannot read " + fp32 + ": " + e.what_without_backtrace());
+      throw Error("checkpoint: cannot read " + legacy + ": " + e.what_without_backtrace());
     }
   }
   return model;

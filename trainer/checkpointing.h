@@ -10,7 +10,11 @@
 //                        (trainer/optimizer_shards.h; a resume re-shards them for any world size)
 //       torch_rng.pt     the default torch CPU generator state
 //       memory.json      environment memory (reference §6)
-//       model_fp32.pt    full-precision weights, only when the HF weights are bf16 (exact resume)
+//       model_fp32.safetensors  full-precision weights (module parameter names), only when the HF
+//                        weights are bf16 (exact resume); checkpoints of earlier versions: model_fp32.pt
+//
+// The weights are written one tensor at a time (policy/checkpoint_writer.h): from the model, or under
+// ZeRO-3 from the parameter shards gathered unit by unit, so no rank holds a whole copy to save it.
 //
 // Atomicity: the whole directory is assembled under checkpoints/.stage_step_NNNNNN and published with
 // one rename, so a process killed at any point leaves either the previous checkpoint set or the new
@@ -18,8 +22,10 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <functional>
 #include <string>
 
+#include "policy/checkpoint_writer.h"
 #include "policy/transformer.h"
 #include "rollout/policy_ref.h"
 #include "trainer/env_memory.h"
@@ -36,12 +42,29 @@ struct TrainerStateRefs {
   const EnvMemory& memory;
 };
 
+/// The weights a checkpoint is written from, one parameter at a time: every parameter's name
+/// (Transformer::named_parameters) and shape, and for_each(visit), which calls visit(name, values) once
+/// per parameter (values: any dtype and device, valid during the call).
+struct CheckpointWeights {
+  using Visit = std::function<void(const std::string& name, const torch::Tensor& values)>;
+  policy::CheckpointWriter::ParameterShapes shapes;
+  std::function<void(const Visit&)> for_each;
+};
+/// The model's own parameters (`model` must outlive the result).
+CheckpointWeights model_weights(policy::Transformer model);
+/// ZeRO-3's master weights (mode Full; `optimizer` must outlive the result), gathered unit by unit:
+/// for_each is collective, so every rank calls it at the same point, and only rank 0's visit writes
+/// (the other ranks run ParameterShards::gather_each with a visit that does nothing).
+CheckpointWeights sharded_weights(const ShardedAdamW& optimizer);
+
 /// Writes the policy to run.checkpoint_dir(step) atomically (`dtype`: "fp32" or "bf16" tensors in
 /// model.safetensors) and, when `trainer_state` is given, the trainer state beside it in the same
-/// atomic publish. Returns the directory. Throws spade::Error on I/O failure.
+/// atomic publish. The weights come from `weights` (default: model_weights(policy.model)); the config
+/// and tokenizer from `policy`. Returns the directory. Throws spade::Error on I/O failure.
 std::string save_training_checkpoint(const RunDir& run, int64_t step, const rollout::PolicyRef& policy,
                                      const std::string& dtype,
-                                     const TrainerStateRefs* trainer_state = nullptr);
+                                     const TrainerStateRefs* trainer_state = nullptr,
+                                     const CheckpointWeights* weights = nullptr);
 
 /// Sharded optimizer (ZeRO-1 / ZeRO-2): every rank calls this for `step` before rank 0's
 /// save_training_checkpoint of that step, and the caller then waits on a barrier; it writes this rank's
@@ -54,9 +77,10 @@ void write_optimizer_shard(const RunDir& run, int64_t step, const ShardedAdamW& 
 /// "" when there is none. Also removes leftovers of interrupted saves (.stage_*, *.tmp, *.old).
 std::string latest_resumable_checkpoint(const RunDir& run);
 
-/// Loads the policy of a training checkpoint for resuming: the HF weights, then model_fp32.pt over
-/// them when present. Float32 CPU parameters (also when a GPU run wrote them; the caller moves the
-/// model to train.device). Throws spade::Error naming the file on bad input.
+/// Loads the policy of a training checkpoint for resuming: the HF weights, then model_fp32.safetensors
+/// (or an earlier version's model_fp32.pt) over them when present. Float32 CPU parameters (also when a
+/// GPU run wrote them; the caller moves the model to train.device). Throws spade::Error naming the file
+/// on bad input.
 policy::Transformer load_training_policy(const std::string& checkpoint_dir);
 
 /// Restores the trainer state of `checkpoint_dir`: fills `optimizer` (which must have been built over

@@ -274,6 +274,11 @@ struct DistributedYaml {
   std::string sharding = "none";  // none | optimizer | gradients | full: ZeRO-1 / 2 / 3 over the data-parallel
                                   // ranks (trainer/sharding.h; Rajbhandari et al. 2020 §5.1); none: plain DDP;
                                   // full needs train.activation_checkpointing
+  std::string inference_dtype = "fp32";  // fp32 | bf16: the rollouts' whole copy of the weights under sharding
+                                  // full (trainer/parameter_shards.h), all-gathered after each update and
+                                  // cast; bf16 halves it (4 -> 2 bytes per parameter) and samples in bf16
+                                  // as the reference's SGLang rollouts do (loss.tis corrects the mismatch);
+                                  // bf16 needs sharding full (the other modes sample from the trained weights)
   int world_size = 0;             // ranks the run is meant for: > 0: `spade train` refuses another launched
                                   // WORLD_SIZE, and the dry-run's plan deals plays over this many ranks;
                                   // 0: whatever the launcher starts (the dry-run assumes WORLD_SIZE, else 1)

@@ -129,6 +129,10 @@ void check_cross_keys(const Config& c, const Checker& ck) {
              {{"train.activation_checkpointing", c.train.activation_checkpointing ? 1.0 : 0.0}},
              "distributed.sharding full needs train.activation_checkpointing: true (each layer's weights are "
              "gathered again to recompute it in backward)");
+  if (c.distributed.inference_dtype != "fp32" && c.distributed.sharding != "full")
+    throw Error(ck.at("distributed.inference_dtype") + ": distributed.inference_dtype " + c.distributed.inference_dtype +
+                " needs distributed.sharding full, not " + c.distributed.sharding + " (only ZeRO-3 samples from a "
+                "separate inference copy; the other modes sample from the trained fp32 weights themselves)");
   ck.require(c.reward.plateau_low <= c.reward.plateau_high,
              {{"reward.plateau_low", c.reward.plateau_low}, {"reward.plateau_high", c.reward.plateau_high}},
              "reward.plateau_low must be <= reward.plateau_high");

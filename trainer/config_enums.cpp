@@ -62,6 +62,9 @@ void model_shape(const std::string& v, const std::string& key, const std::string
 void checkpoint_dtype(const std::string& v, const std::string& key, const std::string& at) {
   with_parser(key, at, [&] { policy::checkpoint_dtype(v); });
 }
+void inference_dtype(const std::string& v, const std::string& key, const std::string& at) {
+  if (v != "fp32" && v != "bf16") throw Error(at + ": " + key + " must be fp32 or bf16, not '" + v + "'");
+}
 void distributed_backend(const std::string& v, const std::string& key, const std::string& at) {
   with_parser(key, at, [&] { check_backend_name(v); });
 }

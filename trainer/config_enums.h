@@ -20,6 +20,7 @@ void device(const std::string& value, const std::string& key, const std::string&
 void checkpoint_dtype(const std::string& value, const std::string& key, const std::string& at); // checkpoint.dtype (trainer/checkpointing.h)
 void distributed_backend(const std::string& value, const std::string& key, const std::string& at);  // distributed.backend (trainer/distributed.h)
 void sharding(const std::string& value, const std::string& key, const std::string& at);           // distributed.sharding (trainer/sharding.h)
+void inference_dtype(const std::string& value, const std::string& key, const std::string& at);    // distributed.inference_dtype (trainer/parameter_shards.h)
 void selfplay_mode(const std::string& value, const std::string& key, const std::string& at);      // selfplay.mode (trainer/env_pool.h)
 void setting(const std::string& value, const std::string& key, const std::string& at);            // selfplay.setting (rollout/prompts.h)
 void eval_seeds(const std::string& value, const std::string& key, const std::string& at);         // eval.reset_seeds (trainer/heldout_eval.h)

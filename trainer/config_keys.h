@@ -198,6 +198,7 @@ void visit(C& c, F&& f) {
   f("distributed.bucket_mb", c.distributed.bucket_mb, above(0));
   f("distributed.timeout_s", c.distributed.timeout_s, above(0));
   f("distributed.sharding", c.distributed.sharding, one_of(e::sharding));
+  f("distributed.inference_dtype", c.distributed.inference_dtype, one_of(e::inference_dtype));
   f("distributed.world_size", c.distributed.world_size, at_least(0, "0: whatever the launcher starts"));
 }
 

@@ -246,6 +246,13 @@ UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& opt
     if (in_backward)
       for (; passes < rounds[num_mini]; passes += 1) in_backward->idle_forward();
   }
+  // A sharded KL reference (ZeRO-3: trainer/parameter_shards.h shard_frozen_model): its root stays
+  // gathered for the update; a rank short of micro-batches runs its idle forward between the policy's
+  // idle forward and backward, where the others run the reference.
+  auto* ref_shards = with_kl ? dynamic_cast<ParameterShards*>(options.reference->weights_provider()) : nullptr;
+  if (ref_shards && !in_backward)
+    throw Error("grpo_update: the KL reference is sharded (ZeRO-3) but the optimizer is not ShardedAdamW in mode full");
+  if (ref_shards) ref_shards->begin_forwards();
   TermSums sums;
   double grad_norm_sum = 0, steps = 0, micro_batches = 0;
   for (int j = 0; j < num_mini; ++j) {
@@ -282,7 +289,11 @@ UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& opt
       sums.add(terms);
     }
     if (in_backward)  // the rounds this rank has no micro-batch for: its share of the gradients is zeros
-      for (double r = static_cast<double>(minis[j].size()); r < rounds[j]; ++r) in_backward->idle_micro_batch();
+      for (double r = static_cast<double>(minis[j].size()); r < rounds[j]; ++r) {
+        in_backward->idle_forward();
+        if (ref_shards) ref_shards->idle_forward();
+        in_backward->idle_backward();
+      }
     micro_batches += static_cast<double>(minis[j].size());
     // Sum of the ranks' gradients = the whole-mini-batch gradient; then the global norm is clipped.
     grad_norm_sum += reduce_and_clip_gradients(optimizer, model, dp, options.grad_clip);
@@ -290,6 +301,7 @@ UpdateStats grpo_update(policy::Transformer& model, torch::optim::Optimizer& opt
     optimizer.zero_grad();
     steps += 1;
   }
+  if (ref_shards) ref_shards->end_forwards();
 
   const std::vector<double> total = dp.all_reduce_sum(
       {sums.pg_loss, sums.ent, sums.clip_tokens, sums.kl_tokens, sums.tis_tokens, sums.tis_clip_tokens,

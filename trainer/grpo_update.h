@@ -27,7 +27,9 @@ struct UpdateOptions {
   int mini_batches = OptimConfig{}.mini_batches;
   int logprob_chunk_rows = OptimConfig{}.logprob_chunk_rows;  // token rows per lm_head chunk (sequence_logprobs, chunked_logprobs.h); <= 0: whole
   // Frozen reference policy for the KL penalty (loss.kl_coef != 0; required then): its logprobs are
-  // computed per micro-batch under no_grad, at each sample's temperature like the policy's.
+  // computed per micro-batch under no_grad, at each sample's temperature like the policy's. Under
+  // ZeRO-3 it may itself be sharded (shard_frozen_model, trainer/parameter_shards.h): its root is then
+  // gathered for the update and its layers one at a time, every rank running the same forwards.
   policy::Transformer reference{nullptr};
   // Mixed precision of the forward passes (config train.autocast, trainer/autocast.h): "none" (the
   // model's own dtype) or "bf16" (matmuls in bfloat16 under autocast on the model's device; master

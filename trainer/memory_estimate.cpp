@@ -118,9 +118,16 @@ MemoryEstimate estimate_one(const policy::ModelConfig& m, const Config& c, int w
     e.gathered = 4 * e.root_parameters + 2 * 4 * layer;
     e.gradients = 4 * shard_capacity(e.parameters, world_size) + 4 * e.root_parameters + 2 * 4 * layer;
     e.autocast_weights = e.autocast ? 2 * (layer_matmul + m.vocab_size * m.hidden_size) : 0;
-    // The rollouts' inference copy: every parameter whole, in the parameters' dtype (fp32) as the
-    // sampler runs them, all-gathered after each update and held for the rollout phase only.
-    e.inference_copy = 4 * e.parameters;
+    // The rollouts' inference copy: every parameter whole, in distributed.inference_dtype (fp32 or
+    // bf16) as the sampler runs them, all-gathered after each update and held for the rollout phase only.
+    e.inference_bytes = c.distributed.inference_dtype == "bf16" ? 2 : 4;
+    e.inference_copy = e.inference_bytes * e.parameters;
+    // The KL reference is sharded too (shard_frozen_model): its shard, and its root whole during the
+    // update (its layers are gathered one at a time while the policy's are released: within `gathered`).
+    if (e.kl_reference) {
+      e.kl_reference = 4 * shard_capacity(e.parameters, world_size);
+      e.gathered += 4 * e.root_parameters;
+    }
   }
 
   // Activations of one micro-batch of N tokens.
@@ -145,8 +152,9 @@ MemoryEstimate estimate_one(const policy::ModelConfig& m, const Config& c, int w
   else
     e.logits = N * V * (e.autocast ? 10 : 8);
 
-  // Rollout KV cache: fp32, every play of this rank at full context (the worst case).
-  e.kv_bytes_per_token = 2 * m.num_hidden_layers * m.kv_heads() * m.head_size() * 4;
+  // Rollout KV cache in the sampler's dtype (the inference copy's; fp32 otherwise), every play of this
+  // rank at full context (the worst case).
+  e.kv_bytes_per_token = 2 * m.num_hidden_layers * m.kv_heads() * m.head_size() * e.inference_bytes;
   const bool pool = sp.mode == "fixed_pool";
   const int64_t envs_here = ceil_div(sp.envs_per_regen, world_size);
   e.plays_per_rank = envs_here * std::max(sp.plays_per_env, pool ? 0 : sp.hint_plays);
@@ -196,7 +204,8 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
   if (full)
     s += line("gathered for the update", e.gathered,
               "the root unit (embeddings, norm, lm_head: " + count(e.root_parameters) + ") whole, and the largest layer (" +
-                  count(e.largest_layer) + ") with its all-gathered chunks, fp32");
+                  count(e.largest_layer) + ") with its all-gathered chunks, fp32" +
+                  (e.kl_reference ? "; the KL reference's root whole" : ""));
   s += line("gradients", e.gradients,
             e.sharding == "gradients"
                 ? "this rank's shard, ceil(P / " + N + ") x 4 B, and during backward " +
@@ -208,7 +217,10 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
                                  : "AdamW exp_avg + exp_avg_sq of this rank's shard, ceil(P / " +
                                        std::to_string(e.world_size) + ") x 2 x 4 B (distributed.sharding " +
                                        e.sharding + ")");
-  if (e.kl_reference) s += line("KL reference policy", e.kl_reference, "a frozen fp32 copy, loss.kl_coef != 0");
+  if (e.kl_reference)
+    s += line("KL reference policy", e.kl_reference,
+              full ? "this rank's fp32 shard of the frozen copy, ceil(P / " + N + ") x 4 B, loss.kl_coef != 0"
+                   : "a frozen fp32 copy, loss.kl_coef != 0");
   if (e.autocast_weights)
     s += line("autocast weight copies", e.autocast_weights,
               full ? std::string("bf16 copies of the largest layer's and the output projection's matmul weights")
@@ -221,10 +233,11 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
   s += line("logits", e.logits, "lm_head chunks of optim.logprob_chunk_rows rows and the lm_head gradient buffer");
   s += line("rollout KV cache", e.kv_cache,
             "worst case: " + std::to_string(e.plays_per_rank) + " plays of this rank at full context, " +
-                count(e.kv_bytes_per_token) + " B per token in fp32");
+                count(e.kv_bytes_per_token) + " B per token in " + (e.inference_bytes == 2 ? "bf16" : "fp32"));
   if (full)
     s += line("rollout inference copy", e.inference_copy,
-              "every parameter whole in fp32 for the sampler, all-gathered after each update (rollout phase only)");
+              std::string("every parameter whole in ") + (e.inference_bytes == 2 ? "bf16" : "fp32") +
+                  " (distributed.inference_dtype) for the sampler, all-gathered after each update (rollout phase only)");
   s += "  update phase: " + gib(e.update_phase) + "; rollout phase: " + gib(e.rollout_phase) + " (they do not overlap)\n";
   s += "  peak per GPU: " + gib(e.peak) + "; data parallel over " + N + " rank(s) " +
        (e.sharding == "none" ? std::string("replicates the weights, gradients and optimizer state (distributed.sharding none)")

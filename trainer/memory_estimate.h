@@ -11,8 +11,8 @@
 //   gathered     (full only, update phase) 4 R + 2 x 4 Lmax: the root unit (R: embeddings, final norm,
 //                      lm_head) whole for the optimizer step, one layer (Lmax: the largest) whole at a
 //                      time, and the all-gather's chunks of it before they are joined
-//   inference    (full only, rollout phase) 4 P: the sampler's whole copy of the weights, all-gathered
-//                      after each update
+//   inference    (full only, rollout phase) 4 P, or 2 P with distributed.inference_dtype bf16: the
+//                      sampler's whole copy of the weights, all-gathered after each update
 //   gradients    4 P   in the parameters' dtype (none, optimizer): backward accumulates the full .grad
 //                      over the micro-batches and the reduction runs once after the last one;
 //                4 ceil(P / N) + 2 B with distributed.sharding gradients (ZeRO-2 reduces bucket by bucket
@@ -26,7 +26,9 @@
 //   optimizer    8 P   torch::optim::AdamW's exp_avg and exp_avg_sq, fp32 (trainer/config_bridge.cpp);
 //                8 ceil(P / N) with distributed.sharding optimizer, gradients or full over N ranks (ZeRO-1 / 2 / 3,
 //                Rajbhandari et al. 2020 §5.1; trainer/sharded_optimizer.h)
-//   KL reference 4 P   a second fp32 copy of the policy when loss.kl_coef != 0 (trainer/train.cpp)
+//   KL reference 4 P   a second fp32 copy of the policy when loss.kl_coef != 0 (trainer/train.cpp);
+//                4 ceil(P / N) with distributed.sharding full (sharded as the policy; its root R whole
+//                during the update, counted with the gathered parameters: + 4 R)
 //   autocast     2 M   under bf16 autocast the bf16 copy of every matmul weight (M of the P: attention
 //                      and MLP projections, router and experts, lm_head) is cached for the forward and
 //                      saved for backward; with full sharding the cache is dropped as each layer is
@@ -63,7 +65,8 @@
 //                [c, V] buffers (+ a bf16 [c, V] copy under autocast) and the lm_head gradient buffer
 //                V h x 4 B (+ its bf16 weight copy under autocast); unchunked: [N, V] logits and
 //                log-softmax in fp32 (+ the bf16 matmul output under autocast).
-//   KV cache     rollouts run in the parameters' dtype (fp32, no autocast): 2 L k x 4 B per token.
+//   KV cache     rollouts run in the sampler's weights' dtype (fp32, no autocast; bf16 with a bf16
+//                inference copy): 2 L k x 4 B (or 2 B) per token.
 //                Each play keeps its cache between turns until it ends (rollout/sampler.h
 //                GenerationSession; max_tokens_in_flight bounds only the running batch), so the worst
 //                case is every play of a rank at selfplay.context_tokens at once: ceil(environments /
@@ -73,7 +76,7 @@
 // Not counted: the CUDA context and allocator fragmentation (measure with `spade bench step`), sampler
 // transients (a prefill's attention scores, the running batch's logits), RoPE tables, host memory.
 // Phases: the update (weights, gradients, optimizer, KL reference, autocast copies, activations,
-// logits) and the rollouts (weights, optimizer, KL reference, KV cache; LibTorch 2.x frees gradients
+// logits) and the rollouts (weights, inference copy, optimizer, KL reference, KV cache; LibTorch 2.x frees gradients
 // after the step, zero_grad(set_to_none); a sharded optimizer releases them at the reduction) do not
 // overlap; the peak is the larger. Data parallel replicates weights and gradients on every rank unless
 // distributed.sharding says otherwise (the world size divides the optimizer state, then the gradients,
@@ -112,6 +115,7 @@ struct MemoryEstimate {
   int64_t training_state() const { return weights + gathered + gradients + optimizer + kl_reference; }
   int64_t activations = 0, logits = 0;
   int64_t kv_bytes_per_token = 0;
+  int64_t inference_bytes = 4;       // bytes per element the sampler holds: 2 with distributed.inference_dtype bf16
   int64_t plays_per_rank = 0;        // plays a rank caches at once (worst case)
   int64_t kv_cache = 0;              // worst case over plays and designer rounds
   int64_t update_phase = 0, rollout_phase = 0, peak = 0;

@@ -21,7 +21,9 @@ int64_t layer_of(const std::string& name) {
 
 }  // namespace
 
-ParameterShards::ParameterShards(policy::Transformer model, const DistributedContext& dist) : dist_(dist) {
+ParameterShards::ParameterShards(policy::Transformer model, const DistributedContext& dist,
+                                 c10::optional<torch::Device> device)
+    : dist_(dist) {
   const int64_t layers = model->config().num_hidden_layers;
   units_.resize(static_cast<size_t>(1 + layers));
   for (const auto& item : model->named_parameters()) {
@@ -37,6 +39,7 @@ ParameterShards::ParameterShards(policy::Transformer model, const DistributedCon
     u.offsets.push_back(u.numel);
     u.numel += p.numel();
     params_.push_back(p);
+    names_.push_back(item.key());
     shapes_.push_back(p.sizes().vec());
     numels_.push_back(p.numel());
   }
@@ -53,7 +56,7 @@ ParameterShards::ParameterShards(policy::Transformer model, const DistributedCon
     }
   }
   const torch::TensorOptions f32 = torch::TensorOptions().dtype(torch::kFloat).device(
-      params_.empty() ? torch::Device(torch::kCPU) : params_[0].device());
+      device ? *device : params_.empty() ? torch::Device(torch::kCPU) : params_[0].device());
   shard_ = torch::empty({shard_size_}, f32);
   torch::NoGradGuard no_grad;
   for (const Piece& pc : pieces_)
@@ -100,6 +103,9 @@ void ParameterShards::release(Unit& u) {
 }
 
 void ParameterShards::reduce(const Unit& u, const std::vector<torch::Tensor>& grads) {
+  if (!grad_sum_.defined())
+    throw Error("sharding full: a gradient reached sharded weights outside an optimizer step (a frozen model's "
+                "layers, or a backward after finish_gradients)");
   torch::NoGradGuard no_grad;
   const int world = dist_.world_size();
   torch::Tensor flat = torch::zeros({u.chunk * world}, shard_.options());
@@ -143,6 +149,10 @@ void ParameterShards::idle_forward() {
 
 void ParameterShards::idle_micro_batch() {
   idle_forward();
+  idle_backward();
+}
+
+void ParameterShards::idle_backward() {
   for (size_t l = units_.size(); l-- > 1;) {
     gather(units_[l]);
     reduce(units_[l], std::vector<torch::Tensor>(units_[l].params.size()));
@@ -163,13 +173,28 @@ void ParameterShards::gather_into(const std::vector<torch::Tensor>& into) const 
       throw Error("sharding full: gather_into: tensor " + std::to_string(i) + " has the wrong shape");
     }
   }
+  gather_each([&](size_t i, const std::string&, const torch::Tensor& values) { into[i].copy_(values); });
+}
+
+void ParameterShards::gather_each(const ParameterVisitor& visit) const {
+  torch::NoGradGuard no_grad;
   for (const Unit& u : units_) {
     const torch::Tensor flat = gather_unit_flat(u);
     for (size_t k = 0; k < u.params.size(); ++k) {
       const size_t i = u.params[k];
-      into[i].copy_(flat.narrow(0, u.offsets[k], numels_[i]).view(shapes_[i]));
+      visit(i, names_[i], flat.narrow(0, u.offsets[k], numels_[i]).view(shapes_[i]));
     }
   }
+}
+
+void ParameterShards::begin_forwards() {
+  in_step_ = true;
+  gather(units_[0]);
+}
+
+void ParameterShards::end_forwards() {
+  release(units_[0]);
+  in_step_ = false;
 }
 
 void ParameterShards::begin_forward() {
@@ -200,6 +225,13 @@ void ParameterShards::layer_gradients(size_t layer, const std::vector<torch::Ten
     ordered[it->second] = grads[j];
   }
   reduce(u, ordered);
+}
+
+std::shared_ptr<ParameterShards> shard_frozen_model(policy::Transformer model, const DistributedContext& dist,
+                                                    c10::optional<torch::Device> device) {
+  auto shards = std::make_shared<ParameterShards>(model, dist, device);
+  model->set_weights_provider(shards);
+  return shards;
 }
 
 void release_parameters(const std::vector<torch::Tensor>& tensors) {

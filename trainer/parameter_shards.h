@@ -18,6 +18,9 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "policy/transformer.h"
@@ -28,10 +31,13 @@ namespace spade::trainer {
 class ParameterShards : public policy::LayerWeightsProvider {
  public:
   /// Shards `model`'s parameters (contiguous float32, identical on every rank: broadcast first) over
-  /// `dist`, which must outlive this object: keeps this rank's chunks and empties every parameter tensor.
+  /// `dist`, which must outlive this object: keeps this rank's chunks on `device` (default: the
+  /// parameters' own; ZeRO-3 keeps the whole loaded model in host memory and puts only the shards on
+  /// the GPU) and empties every parameter tensor (empty tensors on `device`, where gathers fill them).
   /// Does not install itself: ShardedAdamW calls model->set_weights_provider. Throws spade::Error for a
   /// non-contiguous / non-float32 parameter or a parameter outside the root and the decoder layers.
-  ParameterShards(policy::Transformer model, const DistributedContext& dist);
+  ParameterShards(policy::Transformer model, const DistributedContext& dist,
+                  c10::optional<torch::Device> device = c10::nullopt);
   ParameterShards(const ParameterShards&) = delete;
   ParameterShards& operator=(const ParameterShards&) = delete;
 
@@ -54,15 +60,33 @@ class ParameterShards : public policy::LayerWeightsProvider {
   /// summed gradient [shard_size()] (every micro-batch, every rank); `has_gradient` (per parameter)
   /// says which parameters got a defined gradient on this rank in this step. Collective.
   torch::Tensor finish_gradients(std::vector<bool>& has_gradient);
-  /// The collective sequence of one forward (idle_forward) or one forward + backward (idle_micro_batch)
-  /// with no tokens: for a rank with fewer micro-batches than another in this step.
+  /// The collective sequence of one forward (idle_forward), one backward (idle_backward) or both
+  /// (idle_micro_batch) with no tokens: for a rank with fewer micro-batches than another in this step.
   void idle_forward();
+  void idle_backward();
   void idle_micro_batch();
 
+  /// A frozen model's forwards (the KL reference under ZeRO-3: shard_frozen_model): gathers the root
+  /// unit and admits no-grad forwards, each gathering and releasing one layer at a time, until
+  /// end_forwards() releases the root. Collective (begin_forwards). No gradients: a backward through a
+  /// frozen model's layers throws spade::Error.
+  void begin_forwards();
+  void end_forwards();
+
+  /// Every parameter's full values, unit by unit (at most one unit gathered at a time, then freed):
+  /// visit(index in model->parameters(), its name in model->named_parameters(), values: float32, its
+  /// shape, on the shards' device, valid during the call) for each parameter, units in order.
+  /// Collective: every rank calls it (a rank that needs nothing passes a visit that does nothing).
+  /// Does not change the model. Used to write checkpoints without a whole copy (trainer/checkpointing.h).
+  using ParameterVisitor = std::function<void(size_t param, const std::string& name, const torch::Tensor& values)>;
+  void gather_each(const ParameterVisitor& visit) const;
+  /// Every parameter's name and full shape (model->named_parameters() order).
+  const std::vector<std::string>& names() const { return names_; }
+  const std::vector<std::vector<int64_t>>& shapes() const { return shapes_; }
   /// Every parameter's full values into `into` (tensors shaped like model->parameters(), same order;
-  /// any dtype and device: copied with a cast; an empty tensor is allocated to its shape first, so a
-  /// released copy can be refilled), unit by unit, so at most one unit is gathered at a time.
-  /// Collective; does not change the model. Throws spade::Error on a count or shape mismatch.
+  /// any dtype and device: copied with a cast, e.g. the bf16 inference copy; an empty tensor is
+  /// allocated to its shape first, so a released copy can be refilled): gather_each. Collective; does
+  /// not change the model. Throws spade::Error on a count or shape mismatch.
   void gather_into(const std::vector<torch::Tensor>& into) const;
 
   /// Bytes of this rank's master-weight shard (4 per owned element), and the most bytes of gathered
@@ -92,6 +116,7 @@ class ParameterShards : public policy::LayerWeightsProvider {
   void release(Unit& u);
   void reduce(const Unit& u, const std::vector<torch::Tensor>& grads);  // grads per u.params (undefined: 0)
   std::vector<torch::Tensor> params_;        // the module's parameter tensors (handles)
+  std::vector<std::string> names_;           // their names (named_parameters)
   std::vector<std::vector<int64_t>> shapes_;  // per parameter: its full shape and element count
   std::vector<int64_t> numels_;
   std::vector<Unit> units_;
@@ -104,6 +129,13 @@ class ParameterShards : public policy::LayerWeightsProvider {
   bool in_step_ = false;
   int64_t gathered_ = 0, peak_gathered_ = 0;  // bytes
 };
+
+/// Shards a frozen model (the KL reference: float32, requires_grad off, identical on every rank) over
+/// `dist`, which must outlive it, onto `device` (as ParameterShards), and installs the shards as its LayerWeightsProvider: each rank keeps
+/// 4 ceil(U / N) bytes per unit U; forwards run between begin_forwards() and end_forwards() of the
+/// returned shards (every rank, the same sequence). Throws spade::Error as ParameterShards does.
+std::shared_ptr<ParameterShards> shard_frozen_model(policy::Transformer model, const DistributedContext& dist,
+                                                    c10::optional<torch::Device> device = c10::nullopt);
 
 /// Empties `tensors` (each keeps its dtype and device, with 0 elements): frees a whole copy of the
 /// weights between uses (the rollouts' inference copy during the update); gather_into refills them.

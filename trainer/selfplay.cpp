@@ -306,14 +306,22 @@ void SelfPlay::log_step(StepRecord& rec, std::chrono::steady_clock::time_point s
 void SelfPlay::checkpoint_on_schedule(int64_t t) {
   const bool last = t + 1 == config_.selfplay.steps;
   if ((t + 1) % config_.checkpoint.every != 0 && !last) return;
-  if (const auto* sharded = dynamic_cast<const ShardedAdamW*>(&optimizer_)) {
+  const auto* sharded = dynamic_cast<const ShardedAdamW*>(&optimizer_);
+  if (sharded) {
     write_optimizer_shard(run_, t + 1, *sharded);  // every rank its shard, before rank 0 publishes them
     dist_->barrier();
   }
-  if (!dist_->is_main()) return;
+  // ZeRO-3: the weights are written from the master shards, gathered unit by unit (the inference copy
+  // may be bf16); every rank takes part in the gathers, rank 0 writes.
+  const bool full = sharded && sharded->sharded_model();
+  if (!dist_->is_main()) {
+    if (full) sharded->parameter_shards().gather_each([](size_t, const std::string&, const torch::Tensor&) {});
+    return;
+  }
   const SelfPlayState state = snapshot(t + 1);
   const TrainerStateRefs refs{state, optimizer_, memory_};
-  save_training_checkpoint(run_, t + 1, policy_, config_.checkpoint.dtype, &refs);
+  const CheckpointWeights shards = full ? sharded_weights(*sharded) : CheckpointWeights{};
+  save_training_checkpoint(run_, t + 1, policy_, config_.checkpoint.dtype, &refs, full ? &shards : nullptr);
   run_.prune_checkpoints(config_.checkpoint.keep_last, config_.duel.every);
 }
 

@@ -91,7 +91,7 @@ ShardedAdamW::ShardedAdamW(std::vector<torch::Tensor> params, const torch::optim
 }
 
 ShardedAdamW::ShardedAdamW(policy::Transformer model, const torch::optim::AdamWOptions& options,
-                           const DistributedContext& dist)
+                           const DistributedContext& dist, c10::optional<torch::Device> device)
     : torch::optim::Optimizer(model->parameters(), std::make_unique<torch::optim::AdamWOptions>(options)),
       dist_(dist),
       mode_(Sharding::Full),
@@ -102,7 +102,7 @@ ShardedAdamW::ShardedAdamW(policy::Transformer model, const torch::optim::AdamWO
     numels_.push_back(p.numel());
     total_ += p.numel();
   }
-  shards_ = std::make_shared<ParameterShards>(model, dist);  // checks the parameters, empties them
+  shards_ = std::make_shared<ParameterShards>(model, dist, device);  // checks the parameters, empties them
   pieces_ = shards_->pieces();
   shard_ = {0, shards_->shard_size()};
   init_state(params);
@@ -219,7 +219,12 @@ void ShardedAdamW::idle_forward() {
 }
 
 void ShardedAdamW::idle_micro_batch() {
-  if (shards_) shards_->idle_micro_batch();
+  idle_forward();
+  idle_backward();
+}
+
+void ShardedAdamW::idle_backward() {
+  if (shards_) shards_->idle_backward();
   else end_micro_batch();  // Gradients: the buckets' reduction rounds, with zeros (a no-op otherwise)
 }
 
@@ -228,6 +233,13 @@ void ShardedAdamW::gather_parameters_into(const std::vector<torch::Tensor>& into
     throw Error("ShardedAdamW::gather_parameters_into: the parameters are sharded only under sharding full (this "
                 "optimizer's mode is " + sharding_name(mode_) + ": they are whole on every rank)");
   shards_->gather_into(into);
+}
+
+const ParameterShards& ShardedAdamW::parameter_shards() const {
+  if (!shards_)
+    throw Error("ShardedAdamW::parameter_shards: the parameters are sharded only under sharding full (this "
+                "optimizer's mode is " + sharding_name(mode_) + ")");
+  return *shards_;
 }
 
 int64_t ShardedAdamW::parameter_bytes() const { return shards_ ? shards_->shard_bytes() : 4 * total_; }

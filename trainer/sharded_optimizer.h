@@ -45,8 +45,11 @@ class ShardedAdamW : public torch::optim::Optimizer {
   /// LayerWeightsProvider. The weights must be identical on every rank (broadcast first). The model then
   /// runs forward only inside an optimizer step (begin_step .. reduce_and_clip_gradients) and needs
   /// activation checkpointing for its training forwards; gather_parameters_into() gives a whole copy.
-  /// Throws spade::Error as above.
-  ShardedAdamW(policy::Transformer model, const torch::optim::AdamWOptions& options, const DistributedContext& dist);
+  /// `device`: where the shards, the gathered weights and the moments live (default: the parameters'
+  /// device), so a model loaded in host memory goes to the GPU one shard at a time. Throws spade::Error
+  /// as above.
+  ShardedAdamW(policy::Transformer model, const torch::optim::AdamWOptions& options, const DistributedContext& dist,
+               c10::optional<torch::Device> device = c10::nullopt);
   ~ShardedAdamW() override;  // removes the gradient hooks
   ShardedAdamW(const ShardedAdamW&) = delete;
   ShardedAdamW& operator=(const ShardedAdamW&) = delete;
@@ -93,8 +96,10 @@ class ShardedAdamW : public torch::optim::Optimizer {
   void begin_step();
   /// For a rank with fewer micro-batches than another in this step, once per missing one: the
   /// collectives of a forward (idle_forward: mode Full) or of a forward and backward (idle_micro_batch:
-  /// mode Full, and end_micro_batch's reduction rounds in mode Gradients). Other modes: no-op.
+  /// mode Full, and end_micro_batch's reduction rounds in mode Gradients); idle_backward: the backward
+  /// half alone (for a sharded KL reference's forward in between). Other modes: no-op.
   void idle_forward();
+  void idle_backward();
   void idle_micro_batch();
   /// Whether forward and backward passes issue collectives, so every rank must run as many (modes
   /// Gradients with begin_backward_reduction, and Full).
@@ -104,6 +109,9 @@ class ShardedAdamW : public torch::optim::Optimizer {
   /// inference copy; collective. Throws spade::Error in another mode (the parameters are whole there)
   /// or on a count or shape mismatch.
   void gather_parameters_into(const std::vector<torch::Tensor>& into) const;
+  /// Mode Full: the parameter shards (e.g. ParameterShards::gather_each to write a checkpoint unit by
+  /// unit). Throws spade::Error in another mode.
+  const ParameterShards& parameter_shards() const;
   /// Mode Full: bytes of this rank's master-weight shard and the most bytes of gathered parameters held
   /// at once. Other modes: every parameter's bytes (replicated), and 0.
   int64_t parameter_bytes() const;

@@ -21,6 +21,7 @@
 #include "trainer/config_model.h"
 #include "trainer/device.h"
 #include "trainer/distributed.h"
+#include "trainer/parameter_shards.h"
 #include "trainer/run_open.h"
 #include "trainer/selfplay.h"
 #include "trainer/tb_writer.h"
@@ -257,15 +258,21 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
   // KL penalty (loss.kl_coef > 0): a frozen reference policy from disk, loaded only then, and before
   // the corpus and the cold start, so a bad loss.kl_reference fails in seconds, not after minutes.
   policy::Transformer kl_reference{nullptr};
+  // ZeRO-3 keeps whole fp32 models in host memory until they are sharded: only the shards (and the
+  // rollouts' inference copy) go to train.device, so the GPU never holds a whole fp32 model.
+  const bool full = parse_sharding(config.distributed.sharding) == Sharding::Full;
   if (config.loss.kl_coef != 0.0 && options.selfplay) {
     const std::string path = config.loss.kl_reference.empty() ? config.model.init_checkpoint : config.loss.kl_reference;
     kl_reference = policy::load_checkpoint(path);
-    kl_reference->to(device);
     kl_reference->set_attention_backend(attention);
     kl_reference->eval();
     for (torch::Tensor& p : kl_reference->parameters()) p.requires_grad_(false);
+    // ZeRO-3 shards the reference like the policy (each rank keeps 4 P / N bytes of it on the device;
+    // grpo_update gathers its layers one at a time for the reference forwards).
+    if (full) shard_frozen_model(kl_reference, dist, device);
+    else kl_reference->to(device);
     log("kl reference: " + path + " (loss.kl_coef " + std::to_string(config.loss.kl_coef) + ", " +
-        config.loss.kl_type + ")");
+        config.loss.kl_type + (full ? ", sharded over the ranks (distributed.sharding full)" : "") + ")");
   }
 
   Corpus corpus = main_rank_first(dist, [&] { return prepare_corpus(config, run, log); });
@@ -275,8 +282,9 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
   OwnedPolicy policy =
       main_rank_first(dist, [&] { return prepare_policy(config, run, corpus, seeds, log, resume_from); });
   // The policy trains (and samples) on train.device, in fp32 master weights; bf16 autocast and
-  // activation checkpointing apply to the training forward passes (grpo_update, warm start).
-  policy.model->to(device);
+  // activation checkpointing apply to the training forward passes (grpo_update, warm start). ZeRO-3:
+  // in host memory until sharded (below).
+  if (!full) policy.model->to(device);
   policy.model->set_activation_checkpointing(config.train.activation_checkpointing);
   policy.model->set_attention_backend(attention);
   log("device: " + device.str() + " (train.device " + config.train.device + "), autocast " + config.train.autocast +
@@ -305,7 +313,9 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
       tb->add_scalars(st.step, {{"warm_start/loss", st.loss}, {"warm_start/lr", st.lr},
                                 {"warm_start/tokens", static_cast<double>(st.tokens)}});
     };
+    if (full) policy.model->to(device);  // the cold start trains the whole model on rank 0
     const WarmStartStats ws = run_warm_start(policy.ref(), server, seeds, corpus, config, log, record_step);
+    if (full) policy.model->to(torch::kCPU);
     log(fmt("warm start: %.0f steps in %.0f s, loss %.3f -> %.3f", ws.steps, ws.seconds, ws.first_loss,
             ws.last_loss) + "; stopped by " +
         (ws.stopped_by == "max_steps" ? fmt("the step cap (warm_start.max_steps %.0f)", config.warm_start.max_steps)
@@ -331,23 +341,22 @@ std::string run_train(const Config& config, const TrainOptions& options, const L
   }
 
   // AdamW, or its ZeRO-1 / 2 / 3 sharded form over the ranks (distributed.sharding). ZeRO-3 shards the
-  // model's parameters themselves, so the rollouts sample from a whole copy (the inference copy: fp32,
-  // on train.device, refilled after every update by an all-gather; trainer/parameter_shards.h), and
-  // the policy the run samples, evaluates and checkpoints is that copy.
+  // model's parameters themselves (from host memory onto train.device), so the rollouts sample from a
+  // whole copy (the inference copy, in distributed.inference_dtype, on train.device, all-gathered from
+  // the shards now and after every update; trainer/parameter_shards.h), and the policy the run samples
+  // and evaluates is that copy; its checkpoints are written from the master shards
+  // (SelfPlay::checkpoint_on_schedule).
   policy::Transformer trained = policy.model;
-  if (parse_sharding(config.distributed.sharding) == Sharding::Full) {
-    policy::Transformer copy(policy.model->config());
-    copy->to(device);
+  const std::unique_ptr<torch::optim::Optimizer> optimizer =
+      make_optimizer(trained, config.optim, config.distributed.sharding, dist, device);
+  if (full) {
+    policy::Transformer copy(trained->config());
+    copy->to(device, config.distributed.inference_dtype == "bf16" ? torch::kBFloat16 : torch::kFloat);
     copy->set_attention_backend(attention);
-    {
-      torch::NoGradGuard no_grad;
-      const std::vector<torch::Tensor> from = policy.model->parameters(), to = copy->parameters();
-      for (size_t i = 0; i < to.size(); ++i) to[i].copy_(from[i]).requires_grad_(false);
-    }
+    for (const torch::Tensor& p : copy->parameters()) p.requires_grad_(false);
+    dynamic_cast<const ShardedAdamW&>(*optimizer).gather_parameters_into(copy->parameters());
     policy.model = copy;
   }
-  const std::unique_ptr<torch::optim::Optimizer> optimizer =
-      make_optimizer(trained, config.optim, config.distributed.sharding, dist);
   SelfPlay selfplay(config, run, policy.ref(), server, corpus, seeds, *optimizer, log, &dist, kl_reference,
                     tb.get());
   int64_t first = 0;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "common/atomic_file.h"
@@ -15,6 +16,8 @@
 #include "tests/testing/test_util.h"
 
 using namespace spade::policy;
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -268,4 +271,49 @@ TEST(SafetensorsRules, WriterOutputPassesEveryRule) {
   auto f = SafetensorsFile::open(path);
   EXPECT_EQ(f->metadata().at("by"), "spade");
   for (const auto& kv : t) EXPECT_TRUE(torch::equal(f->get(kv.first).reshape({-1}), kv.second.reshape({-1}))) << kv.first;
+}
+
+// The streaming writer (SafetensorsWriter): tensors written in reverse name order, one cast on the way
+// (float32 values into a BF16 slot), give the bytes write_safetensors gives for the same tensors in
+// their stored dtypes; the layout is fixed by the specs, not by the order of the writes.
+TEST(SafetensorsRules, StreamingWriterInAnyOrderEqualsTheWholeWrite) {
+  const at::Tensor f32 = torch::randn({2, 3}), bf16 = torch::randn({5});
+  const std::map<std::string, at::Tensor> whole = {
+      {"a_u8", torch::arange(3, torch::kUInt8)}, {"b_f32", f32}, {"c_bf16", bf16.to(torch::kBFloat16)}};
+  write_safetensors(dir() + "/whole.safetensors", whole);
+  {
+    SafetensorsWriter w(dir() + "/streamed.safetensors", {{"c_bf16", torch::kBFloat16, {5}},
+                                                          {"a_u8", torch::kUInt8, {3}},
+                                                          {"b_f32", torch::kFloat, {2, 3}}});
+    EXPECT_EQ(w.data_bytes(), 3u + 24u + 10u);
+    w.write("c_bf16", bf16);  // float32 in, stored as BF16
+    w.write("b_f32", f32);
+    w.write("a_u8", whole.at("a_u8"));
+    EXPECT_FALSE(fs::exists(dir() + "/streamed.safetensors"));  // not before commit
+    w.commit();
+  }
+  EXPECT_EQ(spade::read_file(dir() + "/streamed.safetensors"), spade::read_file(dir() + "/whole.safetensors"));
+  EXPECT_FALSE(fs::exists(dir() + "/streamed.safetensors.tmp"));
+}
+
+// Wrong writes are errors naming the file and tensor; an uncommitted writer leaves no file behind.
+TEST(SafetensorsRules, StreamingWriterRefusesWrongWrites) {
+  const std::string path = dir() + "/refused.safetensors";
+  auto msg = [](auto&& f) { return spade::fixtures::error_of(f); };
+  EXPECT_NE(msg([&] { SafetensorsWriter(path, {{"x", torch::kFloat, {2}}, {"x", torch::kFloat, {2}}}); })
+                .find(path + ": tensor 'x' is listed twice"),
+            std::string::npos);
+  {
+    SafetensorsWriter w(path, {{"x", torch::kFloat, {2}}, {"y", torch::kFloat, {3}}});
+    EXPECT_NE(msg([&] { w.write("z", torch::zeros({2})); }).find(path + ": tensor 'z' is not one this file was planned with"),
+              std::string::npos);
+    EXPECT_NE(msg([&] { w.write("x", torch::zeros({3})); }).find(path + ": tensor 'x' has shape [3], planned [2]"),
+              std::string::npos);
+    w.write("x", torch::zeros({2}));
+    EXPECT_NE(msg([&] { w.write("x", torch::zeros({2})); }).find("tensor 'x' written twice"), std::string::npos);
+    EXPECT_NE(msg([&] { w.commit(); }).find(path + ": tensor 'y' was never written"), std::string::npos);
+    EXPECT_TRUE(fs::exists(path + ".tmp"));
+  }
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_FALSE(fs::exists(path));
 }

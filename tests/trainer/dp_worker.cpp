@@ -5,7 +5,7 @@
 // runs 3 optimizer steps of trainer::grpo_update (AdamW) over Gloo, and writes JSON to argv[1]:
 //   {"rank", "world_size", "initial": [...], "params": [...], "steps": [{stats}...]}
 // where the parameter arrays are every parameter flattened in model->parameters() order.
-// Usage: trainer_dp_worker OUT.json AGG_MODE [BUCKET_BYTES [SHARDING MODEL [STEPS SAVE_DIR LOAD_DIR]]]
+// Usage: trainer_dp_worker OUT.json AGG_MODE [BUCKET_BYTES [SHARDING MODEL [STEPS SAVE_DIR LOAD_DIR [KL]]]]
 // SHARDING (none | optimizer | gradients | full, trainer/sharding.h) picks the optimizer as the trainer does
 // (trainer::make_optimizer), MODEL is qwen3 (the fixture) or qwen3_moe (4 experts, top-2); with them
 // the JSON also has "total_numel", "state_bytes" (this rank's optimizer-state tensors: the shard's
@@ -16,7 +16,10 @@
 // checkpointing, which it requires.
 // STEPS optimizer steps instead of 3; a SAVE_DIR other than "-" receives each rank's optimizer shard
 // (trainer/optimizer_shards.h) and rank 0's model.pt after them; a LOAD_DIR other than "-" restores
-// both (re-sharding for this world size) before the steps.
+// both (re-sharding for this world size) before the steps. KL "kl" adds a KL penalty (loss.kl_coef 0.1,
+// loss.kl_type's default) against a frozen reference (the same model family, init_weights(5, 0.3): other weights than the
+// policy's), sharded over the ranks under full (trainer::shard_frozen_model); the JSON then also has
+// "reference_bytes" (the reference's bytes this rank keeps: its shard under full, else all).
 // With AGG_MODE "split" it instead runs the designer-phase exchanges of trainer/selfplay_dp.h
 // (design_round_split over 5 requests, write_hints_split over 3 programs) with local functions that
 // record which rank ran what with which seed, and writes {"rank","world_size","attempts","hints",
@@ -34,6 +37,7 @@
 #include "trainer/distributed.h"
 #include "trainer/grpo_update.h"
 #include "trainer/optimizer_shards.h"
+#include "trainer/parameter_shards.h"
 #include "trainer/sharded_optimizer.h"
 #include "trainer/selfplay_dp.h"
 
@@ -186,6 +190,19 @@ int main(int argc, char** argv) {
     const int num_steps = argc > 6 ? std::stoi(argv[6]) : 3;
     const std::string save_dir = argc > 7 ? argv[7] : "-", load_dir = argc > 8 ? argv[8] : "-";
     const bool full = sharding == "full";
+    int64_t reference_bytes = 0;
+    if (argc > 9 && std::string(argv[9]) == "kl") {
+      policy::Transformer reference = family == "qwen3_moe" ? moe_model() : fixtures::random_model("qwen3");
+      at::set_num_threads(1);
+      reference->init_weights(5, 0.3);
+      for (torch::Tensor& p : reference->parameters()) {
+        p.requires_grad_(false);
+        reference_bytes += 4 * p.numel();
+      }
+      if (full) reference_bytes = trainer::shard_frozen_model(reference, dist)->shard_bytes();
+      o.loss.kl_coef = 0.1;
+      o.reference = reference;
+    }
     // ZeRO-3 shards the weights when the optimizer is made: they are loaded first (the other modes load
     // after it, which moves ZeRO-2's gradient hooks onto the new accumulators).
     if (load_dir != "-" && full) torch::load(model, load_dir + "/model.pt");
@@ -209,7 +226,7 @@ int main(int argc, char** argv) {
       const trainer::UpdateStats s = trainer::grpo_update(model, opt, mine, o, &dist);
       out["steps"].push_back({{"pg_loss", s.pg_loss}, {"grad_norm", s.grad_norm}, {"num_tokens", s.num_tokens},
                               {"num_samples", s.num_samples}, {"pg_clipfrac", s.pg_clipfrac},
-                              {"tis_mean", s.tis_mean}, {"entropy", s.entropy}});
+                              {"tis_mean", s.tis_mean}, {"entropy", s.entropy}, {"kl", s.kl}});
     }
     out["params"] = whole_params(model, opt);
     if (save_dir != "-") {
@@ -238,6 +255,7 @@ int main(int argc, char** argv) {
       out["peak_gathered_bytes"] = sharded->peak_gathered_parameter_bytes();
     }
     out["total_numel"] = total;
+    out["reference_bytes"] = reference_bytes;
     out["num_layers"] = model->config().num_hidden_layers;
     out["state_bytes"] = state_bytes;
     out["grad_bytes"] = grad_bytes;

@@ -153,7 +153,7 @@ TEST(TrainerState, CheckpointRestoresTheNextStepExactly) {
     const std::string dir = save_training_checkpoint(run, 1, p.ref(), dtype, &refs);
     EXPECT_EQ(dir, run.checkpoint_dir(1));
     EXPECT_TRUE(fs::exists(dir + "/model.safetensors"));
-    EXPECT_EQ(fs::exists(dir + "/trainer_state/model_fp32.pt"), dtype == "bf16");
+    EXPECT_EQ(fs::exists(dir + "/trainer_state/model_fp32.safetensors"), dtype == "bf16");
     const torch::Tensor draw = torch::rand({4});
     grpo_update(p.model, opt, batch, u);
 
@@ -165,6 +165,21 @@ TEST(TrainerState, CheckpointRestoresTheNextStepExactly) {
 
     torch::manual_seed(1);  // scrambled; restored from the checkpoint below
     policy::Transformer model = load_training_policy(dir);
+    if (dtype == "bf16") {
+      // A checkpoint of an earlier version keeps its fp32 weights as a torch archive, model_fp32.pt:
+      // loaded over the bf16 HF weights as before (they differ from the bf16 values somewhere).
+      const std::string legacy = (root / "legacy").string();
+      fs::copy(dir, legacy, fs::copy_options::recursive);
+      fs::remove(legacy + "/trainer_state/model_fp32.safetensors");
+      torch::save(model, legacy + "/trainer_state/model_fp32.pt");
+      policy::Transformer old = load_training_policy(legacy), rounded = policy::load_checkpoint(legacy);
+      bool beyond_bf16 = false;
+      for (const auto& kv : model->named_parameters()) {
+        EXPECT_TRUE(torch::equal(kv.value(), old->named_parameters()[kv.key()])) << kv.key();
+        beyond_bf16 = beyond_bf16 || !torch::equal(kv.value(), rounded->named_parameters()[kv.key()]);
+      }
+      EXPECT_TRUE(beyond_bf16);
+    }
     torch::optim::AdamW opt2(model->parameters(), torch::optim::AdamWOptions(1e-2).weight_decay(0.1));
     EnvMemory memory2(10, 0.15, 0.85);
     const SelfPlayState restored = load_trainer_state(dir, opt2, memory2);

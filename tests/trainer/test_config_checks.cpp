@@ -198,6 +198,17 @@ TEST(ConfigChecks, CrossKeyConstraintsNameEveryKeyInvolved) {
   e = error_of("", {"duel.every=16", "duel.arena=a.yaml", "duel.opponents=[=s.json]"});
   EXPECT_TRUE(has(e, "'=s.json' is not ID=SCRIPT.json, checkpoint:DIR or a model id")) << e;
   EXPECT_EQ(error_of("", {"duel.every=16", "duel.arena=a.yaml", "duel.opponents=[checkpoint:/m]"}), "(no error)");
+  // distributed.inference_dtype is ZeRO-3's inference copy: the other modes sample from the trained
+  // fp32 weights, so bf16 there is refused rather than ignored.
+  e = error_of("", {"distributed.inference_dtype=bf16"});
+  EXPECT_TRUE(has(e, "--set distributed.inference_dtype=bf16: distributed.inference_dtype bf16 needs "
+                     "distributed.sharding full, not none")) << e;
+  EXPECT_EQ(error_of("", {"distributed.inference_dtype=bf16", "distributed.sharding=full",
+                          "train.activation_checkpointing=true"}),
+            "(no error)");
+  e = error_of("", {"distributed.inference_dtype=fp16"});
+  EXPECT_TRUE(has(e, "--set distributed.inference_dtype=fp16: distributed.inference_dtype must be fp32 or bf16, not 'fp16'"))
+      << e;
   e = error_of("", {"duel.device=tpu"});
   EXPECT_TRUE(has(e, "duel.device")) << e;
 }

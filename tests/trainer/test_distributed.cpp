@@ -178,16 +178,25 @@ void expect_two_ranks_match_one(const std::string& agg) {
 // Sharded data parallel (ZeRO-1 "optimizer" / ZeRO-2 "gradients", trainer/sharded_optimizer.h) at
 // 2 and 3 ranks against an independent reference: the 1-rank run with torch::optim::AdamW (sharding
 // none) on the same global batch, 3 optimizer steps with the global clip active (dp_worker: clip 0.5).
-void expect_sharded_matches_one_rank(const std::string& sharding, const std::string& family) {
-  const fs::path dir = fs::path(SPADE_TEST_TMP) / ("zero_" + sharding + "_" + family);
-  const std::vector<nlohmann::json> one = run_workers(1, "token_mean", 4096, dir / "one", {"none", family});
+// kl: with a KL penalty against a frozen reference (dp_worker KL), which ZeRO-3 shards too.
+void expect_sharded_matches_one_rank(const std::string& sharding, const std::string& family, bool kl = false) {
+  const fs::path dir = fs::path(SPADE_TEST_TMP) / ("zero_" + sharding + "_" + family + (kl ? "_kl" : ""));
+  const std::vector<std::string> kl_args = kl ? std::vector<std::string>{"3", "-", "-", "kl"} : std::vector<std::string>{};
+  auto args = [&](const std::string& mode) {
+    std::vector<std::string> a{mode, family};
+    a.insert(a.end(), kl_args.begin(), kl_args.end());
+    return a;
+  };
+  const std::vector<nlohmann::json> one = run_workers(1, "token_mean", 4096, dir / "one", args("none"));
   ASSERT_EQ(one.size(), 1u);
   const int64_t total = one[0]["total_numel"].get<int64_t>();
   const int64_t full_state = one[0]["state_bytes"].get<int64_t>();
   // torch's AdamW holds float32 exp_avg and exp_avg_sq for every parameter (each had a gradient).
   EXPECT_EQ(full_state, 8 * total);
-  for (int s = 0; s < 3; ++s)  // the clip acts at every step: the sharded clip must be the global one
+  for (int s = 0; s < 3; ++s) {  // the clip acts at every step: the sharded clip must be the global one
     EXPECT_GT(one[0]["steps"][s]["grad_norm"].get<double>(), 0.5) << "step " << s;
+    if (kl) EXPECT_GT(one[0]["steps"][s]["kl"].get<double>(), 1e-3) << "step " << s;  // the penalty is in the loss
+  }
   // ZeRO-3 also at one rank (one chunk per unit: the gather/recompute path without a group).
   const std::vector<int> worlds = sharding == "full" ? std::vector<int>{1, 2, 3} : std::vector<int>{2, 3};
   for (int world : worlds) {
@@ -195,16 +204,30 @@ void expect_sharded_matches_one_rank(const std::string& sharding, const std::str
       ASSERT_NE(total % 3, 0) << "3 ranks must not divide the " << total << " parameters";
     }
     const std::vector<nlohmann::json> ranks =
-        run_workers(world, "token_mean", 4096, dir / ("w" + std::to_string(world)), {sharding, family});
+        run_workers(world, "token_mean", 4096, dir / ("w" + std::to_string(world)), args(sharding));
     ASSERT_EQ(ranks.size(), static_cast<size_t>(world));
     int64_t state_sum = 0, grad_sum = 0;
     for (int r = 0; r < world; ++r) {
       const nlohmann::json& w = ranks[r];
       // The all-gather hands every rank the same full parameters.
       EXPECT_EQ(max_abs_diff(w["params"], ranks[0]["params"]), 0.0) << "rank " << r;
-      for (int s = 0; s < 3; ++s)  // the reported norm is the unsharded global one
+      for (int s = 0; s < 3; ++s) {  // the reported norm is the unsharded global one, as is the KL
         EXPECT_NEAR(w["steps"][s]["grad_norm"].get<double>(), one[0]["steps"][s]["grad_norm"].get<double>(),
                     1e-5 * one[0]["steps"][s]["grad_norm"].get<double>()) << "rank " << r << " step " << s;
+        EXPECT_NEAR(w["steps"][s]["kl"].get<double>(), one[0]["steps"][s]["kl"].get<double>(),
+                    1e-5 * std::abs(one[0]["steps"][s]["kl"].get<double>()) + 1e-9) << "rank " << r << " step " << s;
+      }
+      // The frozen reference a rank keeps: all of it, or under ZeRO-3 about 1/N (its shard, as the
+      // parameters': the padding of each unit's last chunk at most).
+      if (kl) {
+        const int64_t ref = w["reference_bytes"].get<int64_t>();
+        if (sharding == "full")
+          EXPECT_EQ(ref, w["param_bytes"].get<int64_t>()) << "rank " << r;
+        else
+          EXPECT_EQ(ref, 4 * one[0]["total_numel"].get<int64_t>()) << "rank " << r;
+        if (r == 0) std::printf("[%s %s + KL, %d ranks] reference bytes %lld of %lld\n", sharding.c_str(), family.c_str(),
+                                world, static_cast<long long>(ref), static_cast<long long>(4 * total));
+      }
       // About 1/N of the unsharded optimizer state: within the padding of the last shard (ZeRO-3: of
       // each unit's, the root and every layer: fewer than N elements each).
       const int64_t state = w["state_bytes"].get<int64_t>();
@@ -250,7 +273,12 @@ void expect_sharded_matches_one_rank(const std::string& sharding, const std::str
     const double moved = max_abs_diff(one[0]["params"], one[0]["initial"]);
     std::printf("[%s %s, %d ranks] max |w_sharded - w_1rank| = %.3g, moved %.3g\n", sharding.c_str(),
                 family.c_str(), world, diff, moved);
-    EXPECT_LE(diff, 1e-4) << world << " ranks";
+    // With the KL penalty the N-rank runs differ from the 1-rank one by up to 2.2e-4 (measured, ZeRO-1
+    // with a whole reference as well as ZeRO-3 with a sharded one: grad norms and KL values still agree
+    // to 1e-5 relative): AdamW divides each update by sqrt(v), so a parameter whose policy and KL
+    // gradients nearly cancel moves by a sizeable fraction of lr on float-summation noise. How exactly
+    // the sharded reference matches a whole one is checked at equal world size (below).
+    EXPECT_LE(diff, kl ? 5e-4 : 1e-4) << world << " ranks";
     EXPECT_GE(moved, 1e-2);
   }
 }
@@ -263,6 +291,23 @@ TEST(DistributedSharded, OptimizerShardingMatchesOneRankMoe) { expect_sharded_ma
 TEST(DistributedSharded, GradientShardingMatchesOneRankMoe) { expect_sharded_matches_one_rank("gradients", "qwen3_moe"); }
 TEST(DistributedSharded, FullShardingMatchesOneRankDense) { expect_sharded_matches_one_rank("full", "qwen3"); }
 TEST(DistributedSharded, FullShardingMatchesOneRankMoe) { expect_sharded_matches_one_rank("full", "qwen3_moe"); }
+// ZeRO-3 with a KL penalty: the frozen reference is sharded like the policy (each rank keeps its shard;
+// its layers are gathered one at a time for the reference forwards, ranks short of micro-batches run
+// idle ones in the same place), and the weights still equal the 1-rank run with a whole reference.
+TEST(DistributedSharded, FullShardingWithShardedKlReferenceMatchesOneRank) {
+  expect_sharded_matches_one_rank("full", "qwen3", /*kl=*/true);
+  // The same world size with a whole (replicated) reference, ZeRO-1: the sharded reference changes
+  // nothing but float summation order (measured 5.5e-7 at 2 ranks, 2.9e-6 at 3).
+  expect_sharded_matches_one_rank("optimizer", "qwen3", /*kl=*/true);
+  for (int world : {2, 3}) {
+    auto params = [&](const std::string& mode) {
+      const fs::path f = fs::path(SPADE_TEST_TMP) / ("zero_" + mode + "_qwen3_kl") / ("w" + std::to_string(world)) /
+                         "rank0.json";
+      return nlohmann::json::parse(read_file(f.string()))["params"];
+    };
+    EXPECT_LE(max_abs_diff(params("full"), params("optimizer")), 1e-5) << world << " ranks";
+  }
+}
 
 // Checkpoints of a sharded optimizer (trainer/optimizer_shards.h): 3 ZeRO-2 steps at 2 ranks saved per
 // shard, then resumed at 1, 2 and 3 ranks (re-sharded) for a 4th step. The independent reference is

@@ -144,6 +144,25 @@ TEST(MemoryEstimate, ShardingDividesTheOptimizerStateAndZero2TheGradients) {
   // replaces ZeRO-2's replicated weights there, so the rollout phases differ by the weight shard.
   EXPECT_EQ(zero3.inference_copy, 16089872384);
   EXPECT_EQ(zero3.rollout_phase - zero2.rollout_phase, 2011234048);
+  // distributed.inference_dtype bf16 halves the copy (2 P = 8,044,936,192) and the rollout KV cache per
+  // token (2 x 36 layers x 8 kv heads x 128 x 2 B = 147,456: the sampler's K/V take its weights' dtype);
+  // the training state is unchanged.
+  c.distributed.inference_dtype = "bf16";
+  const MemoryEstimate zero3_bf16 = estimate_memory(shape, c, 8, true);
+  EXPECT_EQ(zero3_bf16.inference_copy, 8044936192);
+  EXPECT_EQ(zero3_bf16.kv_bytes_per_token, 147456);
+  EXPECT_EQ(zero3.kv_bytes_per_token, 294912);
+  EXPECT_EQ(zero3_bf16.training_state(), zero3.training_state());
+  c.distributed.inference_dtype = "fp32";
+  // With a KL penalty ZeRO-3 shards the frozen reference as well: its shard 502,808,512 x 4 =
+  // 2,011,234,048 (not 4 P = 16,089,872,384), and its root whole during the update, 4 R = 1,555,834,880,
+  // with the gathered parameters: 2,363,281,408 + 1,555,834,880 = 3,919,116,288.
+  c.loss.kl_coef = 0.005;
+  const MemoryEstimate zero3_kl = estimate_memory(shape, c, 8, true);
+  EXPECT_EQ(zero3_kl.kl_reference, 2011234048);
+  EXPECT_EQ(zero3_kl.gathered, 3919116288);
+  EXPECT_EQ(zero3_kl.training_state(), 12771499008 + 2011234048 + 1555834880);
+  c.loss.kl_coef = 0;
   // Each mode's state and peak, and the first mode that fits a budget.
   ASSERT_EQ(none.by_sharding.size(), 4u);
   const char* modes[] = {"none", "optimizer", "gradients", "full"};
@@ -270,10 +289,11 @@ TEST(PaperConfigs, ShardingNeededOnEightH200s) {
       EXPECT_NE(text.find("the training state fits with " + state_mode), std::string::npos) << text;
     }
     // By hand, the training state in bytes: weights 4 P + gradients 4 P + AdamW 8 P (8 P / 8 sharded)
-    // + a KL reference 4 P when loss.kl_coef != 0. Qwen3-4B without KL: 16 P = 64.4 GB fits unsharded;
+    // + a KL reference 4 P when loss.kl_coef != 0 (ZeRO-3: its shard 4 P / 8 and its root whole, 4 R).
+    // Qwen3-4B without KL: 16 P = 64.4 GB fits unsharded;
     // Qwen3-8B with KL: 20 P = 163.8 GB does not, 13 P = 106.5 GB does (ZeRO-1); Qwen3-30B-A3B: even
-    // ZeRO-2's 5.5 P = 168 GB exceeds 141 GB, ZeRO-3's 76 GB does not (games; tool use adds the 4 P KL
-    // reference: nothing fits).
+    // ZeRO-2's 5.5 P = 168 GB exceeds 141 GB, ZeRO-3's 76 GB does not (games; tool use adds the sharded
+    // KL reference, 0.5 P + 4 R = 18 GB: 94 GB, still fits).
     // ZeRO-2: weights 4 P + gradients 4 P / 8 + 2 buckets + AdamW 8 P / 8, the bucket being the
     // [151,936 x hidden] embedding in fp32 (the largest tensor of every Qwen3 shape here).
     // ZeRO-3: weights P / 8 x 4 + gradients P / 8 x 4 + AdamW P / 8 x 8 = 2 P, plus the root R (vocab x
@@ -293,12 +313,22 @@ TEST(PaperConfigs, ShardingNeededOnEightH200s) {
     const std::string by_hand = (16 + kl) * P <= budget                        ? "none"
                                 : (9 + kl) * P <= budget                       ? "optimizer"
                                 : (5.5 + kl) * P + buckets <= budget           ? "gradients"
-                                : (2 + kl) * P + 8 * R + 16 * L <= budget + 16 ? "full"  // + 16: shard padding
+                                : (2 + kl / 8.0) * P + (8 + kl) * R + 16 * L <= budget + 32 ? "full"  // + 32: shard padding
                                                                                : "";
     EXPECT_EQ(state_mode, by_hand) << name;
     // The config sets the mode its training state needs, or the least memory there is when none fits
     // (ZeRO-3 here; the plan's verdict says what is missing).
     EXPECT_EQ(config.distributed.sharding, by_hand.empty() ? "full" : by_hand) << name;
+    // ZeRO-3's rollout phase holds, before any KV cache, the weight shard (4 ceil(P / 8)), AdamW's shard
+    // (8 ceil(P / 8)), the KL reference and the whole inference copy: 4 P in fp32, 2 P in bf16. For
+    // Qwen3-30B-A3B (games) that is 1.5 P + 4 P = 168 GB > 141 GB in fp32 and 1.5 P + 2 P = 107 GB in
+    // bf16, so the configs set distributed.inference_dtype bf16 (the smallest copy that leaves room).
+    if (config.distributed.sharding == "full") {
+      const int64_t shard = (P + 7) / 8, resident = 12 * shard + p.memory.kl_reference;
+      EXPECT_EQ(p.memory.rollout_phase - p.memory.kv_cache,
+                resident + (config.distributed.inference_dtype == "bf16" ? 2 : 4) * P) << name;
+      EXPECT_EQ(config.distributed.inference_dtype, resident + 4 * P > budget ? "bf16" : "fp32") << name;
+    }
   }
   EXPECT_GE(needed.size(), 3u);
 }
