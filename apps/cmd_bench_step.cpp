@@ -62,6 +62,9 @@ void add_bench_step_command(CLI::App& app) {
   cmd->add_option("--sharding", args->o.sharding,
                   "none | optimizer | gradients | full (as distributed.sharding: ZeRO-1 / 2 / 3; full needs "
                   "--activation-checkpointing true); needs --group or --nproc");
+  cmd->add_option("--prefetch", args->o.prefetch,
+                  "true | false: with --sharding full, start each next layer's all-gather while a layer runs "
+                  "(the trainer always does; false measures what it saves)");
   cmd->add_option("--nproc", args->nproc,
                   "N local ranks (as spade train --nproc), each stepping its own batch through a --group "
                   "(default gloo) of N; rank 0 prints the line")
@@ -123,7 +126,8 @@ void add_bench_step_command(CLI::App& app) {
                           {"peak_gpu_allocated_mb", r.peak_gpu_allocated_mb},
                           {"peak_gpu_reserved_mb", r.peak_gpu_reserved_mb},
                           {"pg_loss", r.pg_loss}, {"grad_norm", r.grad_norm}, {"sharding", o.sharding},
-                          {"world_size", r.world_size}, {"optimizer_state_bytes", r.optimizer_state_bytes}};
+                          {"world_size", r.world_size}, {"optimizer_state_bytes", r.optimizer_state_bytes},
+                          {"prefetch", o.prefetch}, {"prefetched_gathers", r.prefetched_gathers}};
       if (!dist || dist->is_main()) std::printf("%s\n", j.dump().c_str());
       return 0;
     }));

@@ -111,11 +111,11 @@ torch::optim::AdamW make_optimizer(policy::Transformer& model, const OptimConfig
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(policy::Transformer& model, const OptimConfig& o,
                                                         const std::string& sharding, const DistributedContext& dist,
-                                                        c10::optional<c10::Device> full_device) {
+                                                        c10::optional<c10::Device> full_device, bool full_prefetch) {
   const Sharding mode = parse_sharding(sharding);
   if (mode == Sharding::None) return std::make_unique<torch::optim::AdamW>(make_optimizer(model, o));
   const auto options = torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).weight_decay(o.weight_decay).eps(o.adam_eps);
-  if (mode == Sharding::Full) return std::make_unique<ShardedAdamW>(model, options, dist, full_device);
+  if (mode == Sharding::Full) return std::make_unique<ShardedAdamW>(model, options, dist, full_device, full_prefetch);
   return std::make_unique<ShardedAdamW>(model->parameters(), options, dist, mode);
 }
 

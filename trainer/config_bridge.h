@@ -48,10 +48,12 @@ torch::optim::AdamW make_optimizer(policy::Transformer& model, const OptimConfig
 /// The run's optimizer: make_optimizer's AdamW for distributed.sharding none, else a ShardedAdamW
 /// with the same options over `dist` (trainer/sharded_optimizer.h; `dist` must outlive it); for full
 /// (ZeRO-3) it shards `model`'s parameters onto `full_device` (default: where they are), which are then
-/// empty outside its training steps. Throws spade::Error for an unknown sharding name.
+/// empty outside its training steps, prefetching each next layer unless `full_prefetch` is false.
+/// Throws spade::Error for an unknown sharding name.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(policy::Transformer& model, const OptimConfig& o,
                                                         const std::string& sharding, const DistributedContext& dist,
-                                                        c10::optional<c10::Device> full_device = c10::nullopt);
+                                                        c10::optional<c10::Device> full_device = c10::nullopt,
+                                                        bool full_prefetch = true);
 
 /// distributed.* -> process-group options (bucket size in MiB converted to bytes).
 DistributedOptions distributed_options(const DistributedYaml& d);

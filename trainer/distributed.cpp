@@ -74,6 +74,8 @@ struct DistributedContext::Impl {
   virtual void allreduce(at::Tensor& t, c10d::ReduceOp op) = 0;
   virtual void broadcast(at::Tensor& t, int root) = 0;
   virtual void allgather(std::vector<at::Tensor>& out, at::Tensor& in) = 0;
+  // Issues the allgather into `out` (tensors shaped like `in`) and returns its wait.
+  virtual std::function<void()> allgather_start(std::vector<at::Tensor>& out, at::Tensor& in) = 0;
   virtual void reduce(at::Tensor& t, int root) = 0;
   // out = sum over ranks of in[rank]; in: world_size tensors shaped like out
   virtual void reduce_scatter(at::Tensor& out, std::vector<at::Tensor>& in) = 0;
@@ -117,6 +119,12 @@ struct GroupImpl : DistributedContext::Impl {
     std::vector<at::Tensor> inputs{in};
     group->allgather(outputs, inputs)->wait();
     out = outputs[0];
+  }
+  std::function<void()> allgather_start(std::vector<at::Tensor>& out, at::Tensor& in) override {
+    auto outputs = std::make_shared<std::vector<std::vector<at::Tensor>>>(std::vector<std::vector<at::Tensor>>{out});
+    auto inputs = std::make_shared<std::vector<at::Tensor>>(std::vector<at::Tensor>{in});
+    auto work = group->allgather(*outputs, *inputs);  // writes into out's tensors (the same storages)
+    return [work, outputs, inputs] { work->wait(); };
   }
   void reduce(at::Tensor& t, int root) override {
     std::vector<at::Tensor> v{t};
@@ -426,13 +434,62 @@ std::vector<std::string> DistributedContext::all_gather_strings(const std::strin
 }
 
 std::vector<at::Tensor> DistributedContext::all_gather_tensors(const at::Tensor& tensor) const {
-  if (!impl_) return {tensor};
+  return all_gather_start(tensor).wait();
+}
+
+DistributedContext::PendingGather DistributedContext::all_gather_start(const at::Tensor& tensor) const {
+  PendingGather p;
+  p.valid_ = true;
+  if (!impl_) {
+    p.out_ = {tensor};
+    return p;
+  }
   at::Tensor in = tensor.contiguous().to(impl_->device());
-  std::vector<at::Tensor> out;
-  for (int r = 0; r < world_size(); ++r) out.push_back(at::empty_like(in));
-  impl_->allgather(out, in);
-  for (at::Tensor& t : out) t = t.to(tensor.device());
+  for (int r = 0; r < world_size(); ++r) p.out_.push_back(at::empty_like(in));
+  p.wait_ = impl_->allgather_start(p.out_, in);
+  p.back_ = tensor.device();
+  return p;
+}
+
+std::vector<at::Tensor> DistributedContext::PendingGather::wait() {
+  if (!valid_) throw Error("PendingGather::wait: nothing pending (waited already, or never started)");
+  if (wait_) wait_();
+  wait_ = nullptr;
+  valid_ = false;
+  std::vector<at::Tensor> out = std::move(out_);
+  if (back_)
+    for (at::Tensor& t : out) t = t.to(*back_);
   return out;
+}
+
+DistributedContext::PendingGather::PendingGather(PendingGather&& other) noexcept
+    : wait_(std::move(other.wait_)), out_(std::move(other.out_)), back_(other.back_), valid_(other.valid_) {
+  other.wait_ = nullptr;
+  other.valid_ = false;
+}
+
+DistributedContext::PendingGather& DistributedContext::PendingGather::operator=(PendingGather&& other) noexcept {
+  if (this == &other) return *this;
+  finish();  // an unwaited collective finishes before its buffers are replaced
+  wait_ = std::move(other.wait_);
+  out_ = std::move(other.out_);
+  back_ = other.back_;
+  valid_ = other.valid_;
+  other.wait_ = nullptr;
+  other.valid_ = false;
+  return *this;
+}
+
+DistributedContext::PendingGather::~PendingGather() { finish(); }
+
+void DistributedContext::PendingGather::finish() noexcept {
+  if (!wait_) return;
+  try {
+    wait_();  // an in-flight collective must finish before its buffers go
+  } catch (...) {
+  }
+  wait_ = nullptr;
+  valid_ = false;
 }
 
 at::Tensor DistributedContext::reduce_scatter(const std::vector<at::Tensor>& chunks) const {

@@ -114,8 +114,32 @@ class DistributedContext {
 
   /// Every rank's `tensor`, indexed by rank, on every rank (c10d allgather). `tensor` must have the
   /// same shape and dtype on every rank (pad a shorter one); the results live on its device.
-  /// World size 1: {tensor}.
+  /// World size 1: {tensor}. = all_gather_start(tensor).wait().
   std::vector<at::Tensor> all_gather_tensors(const at::Tensor& tensor) const;
+
+  /// An all-gather issued by all_gather_start and not yet waited for: it runs (Gloo: on the group's
+  /// worker threads; NCCL: on its stream) while the caller computes. wait() (once) blocks until it is
+  /// done and returns what all_gather_tensors returns. Dropping it unwaited waits first.
+  class PendingGather {
+   public:
+    PendingGather() = default;
+    PendingGather(PendingGather&& other) noexcept;
+    PendingGather& operator=(PendingGather&& other) noexcept;  // waits for this one's collective first
+    ~PendingGather();
+    std::vector<at::Tensor> wait();
+    bool valid() const { return valid_; }
+
+   private:
+    friend class DistributedContext;
+    void finish() noexcept;       // waits for an unwaited collective (errors dropped)
+    std::function<void()> wait_;  // the collective's wait (empty at world size 1)
+    std::vector<at::Tensor> out_;
+    c10::optional<at::Device> back_;  // where the results go (the input's device)
+    bool valid_ = false;
+  };
+  /// Issues the all-gather of `tensor` now, in this rank's collective order (every rank must issue the
+  /// same collectives in the same order, started ones included), without waiting for it.
+  PendingGather all_gather_start(const at::Tensor& tensor) const;
 
   /// Reduce-scatter (SUM): `chunks` holds world_size tensors of one shape and dtype, chunk r meant
   /// for rank r; returns the sum over all ranks of their chunk[rank()] (on the chunks' device).

@@ -103,8 +103,8 @@ MemoryEstimate estimate_one(const policy::ModelConfig& m, const Config& c, int w
   e.autocast_weights = e.autocast ? 2 * e.matmul_parameters : 0;
   if (e.sharding == "full") {
     // ZeRO-3 (trainer/parameter_shards.h): this rank's master-weight shard, plus during the update the
-    // root (embeddings, norm, lm_head) whole for the step and one layer whole at a time with the
-    // all-gather's chunks before they are joined; gradients: the summed shard, the root's .grad, and
+    // root (embeddings, norm, lm_head) whole for the step and one layer whole at a time with the next
+    // layer's prefetched chunks (or, while they are joined, the joined layer); gradients: the summed shard, the root's .grad, and
     // one layer's gradients with their padded flat copy for the reduce-scatter. Autocast's bf16 copies
     // are dropped as each layer is released: one layer's and the output projection's.
     int64_t layer = 0, layer_matmul = 0;
@@ -204,7 +204,7 @@ std::string describe_memory(const MemoryEstimate& e, const MemoryBudget& budget)
   if (full)
     s += line("gathered for the update", e.gathered,
               "the root unit (embeddings, norm, lm_head: " + count(e.root_parameters) + ") whole, and the largest layer (" +
-                  count(e.largest_layer) + ") with its all-gathered chunks, fp32" +
+                  count(e.largest_layer) + ") with the next layer's prefetched chunks, fp32" +
                   (e.kl_reference ? "; the KL reference's root whole" : ""));
   s += line("gradients", e.gradients,
             e.sharding == "gradients"

@@ -10,7 +10,8 @@
 //                      rank's master-weight shard (per-unit padding, < N elements a unit, not counted)
 //   gathered     (full only, update phase) 4 R + 2 x 4 Lmax: the root unit (R: embeddings, final norm,
 //                      lm_head) whole for the optimizer step, one layer (Lmax: the largest) whole at a
-//                      time, and the all-gather's chunks of it before they are joined
+//                      time, and the next layer's all-gathered chunks (the prefetch) or, when they are
+//                      joined, the joined layer in their place
 //   inference    (full only, rollout phase) 4 P, or 2 P with distributed.inference_dtype bf16: the
 //                      sampler's whole copy of the weights, all-gathered after each update
 //   gradients    4 P   in the parameters' dtype (none, optimizer): backward accumulates the full .grad

@@ -22,8 +22,8 @@ int64_t layer_of(const std::string& name) {
 }  // namespace
 
 ParameterShards::ParameterShards(policy::Transformer model, const DistributedContext& dist,
-                                 c10::optional<torch::Device> device)
-    : dist_(dist) {
+                                 c10::optional<torch::Device> device, bool prefetch)
+    : dist_(dist), prefetch_enabled_(prefetch) {
   const int64_t layers = model->config().num_hidden_layers;
   units_.resize(static_cast<size_t>(1 + layers));
   for (const auto& item : model->named_parameters()) {
@@ -68,16 +68,37 @@ ParameterShards::ParameterShards(policy::Transformer model, const DistributedCon
   has_gradient_.assign(params_.size(), false);
 }
 
-torch::Tensor ParameterShards::gather_unit_flat(const Unit& u) const {
+torch::Tensor ParameterShards::mine_padded(const Unit& u) const {
   torch::NoGradGuard no_grad;
   torch::Tensor mine = torch::zeros({u.chunk}, shard_.options());
   mine.narrow(0, 0, u.owned).copy_(shard_.narrow(0, u.shard_offset, u.owned));
-  return torch::cat(dist_.all_gather_tensors(mine)).narrow(0, 0, u.numel);
+  return mine;
 }
 
-void ParameterShards::gather(Unit& u) {
+torch::Tensor ParameterShards::gather_unit_flat(const Unit& u) const {
+  torch::NoGradGuard no_grad;
+  return torch::cat(dist_.all_gather_tensors(mine_padded(u))).narrow(0, 0, u.numel);
+}
+
+void ParameterShards::drain_prefetch() {
+  if (!prefetch_.valid()) return;
+  prefetch_.wait();
+  gathered_ = std::max<int64_t>(0, gathered_ - 4 * units_[prefetch_unit_].chunk * dist_.world_size());
+}
+
+void ParameterShards::gather(size_t unit) {
+  Unit& u = units_.at(unit);
   if (u.gathered) return;
-  const torch::Tensor flat = gather_unit_flat(u);
+  torch::Tensor flat;
+  if (prefetch_.valid() && prefetch_unit_ == unit) {
+    torch::NoGradGuard no_grad;
+    flat = torch::cat(prefetch_.wait()).narrow(0, 0, u.numel);
+    gathered_ = std::max<int64_t>(0, gathered_ - 4 * u.chunk * dist_.world_size());
+    ++prefetched_;
+  } else {
+    drain_prefetch();  // started for a unit that did not come next: waited for (every rank alike), dropped
+    flat = gather_unit_flat(u);
+  }
   torch::NoGradGuard no_grad;
   for (size_t k = 0; k < u.params.size(); ++k) {
     const size_t i = u.params[k];
@@ -85,6 +106,17 @@ void ParameterShards::gather(Unit& u) {
   }
   u.gathered = true;
   gathered_ += 4 * u.numel;
+  peak_gathered_ = std::max(peak_gathered_, gathered_);
+  if (unit == 0 || !prefetch_enabled_) return;
+  // The next layer in this pass's direction: forward when this layer is the first or lies past the
+  // previous one, else backward (the recomputation runs the layers in reverse, starting with the last).
+  const bool forward = unit == 1 || unit > last_layer_unit_;
+  last_layer_unit_ = unit;
+  const size_t next = forward ? unit + 1 : unit - 1;
+  if (next < 1 || next >= units_.size() || units_[next].gathered) return;
+  prefetch_ = dist_.all_gather_start(mine_padded(units_[next]));
+  prefetch_unit_ = next;
+  gathered_ += 4 * units_[next].chunk * dist_.world_size();
   peak_gathered_ = std::max(peak_gathered_, gathered_);
 }
 
@@ -124,7 +156,7 @@ void ParameterShards::begin_step() {
   in_step_ = true;
   grad_sum_ = torch::zeros({shard_size_}, shard_.options());
   std::fill(has_gradient_.begin(), has_gradient_.end(), false);
-  gather(units_[0]);
+  gather(0);
 }
 
 torch::Tensor ParameterShards::finish_gradients(std::vector<bool>& has_gradient) {
@@ -135,6 +167,7 @@ torch::Tensor ParameterShards::finish_gradients(std::vector<bool>& has_gradient)
   reduce(root, grads);
   grads.clear();
   release(root);
+  drain_prefetch();
   in_step_ = false;
   has_gradient = has_gradient_;
   return std::move(grad_sum_);
@@ -142,7 +175,7 @@ torch::Tensor ParameterShards::finish_gradients(std::vector<bool>& has_gradient)
 
 void ParameterShards::idle_forward() {
   for (size_t l = 1; l < units_.size(); ++l) {
-    gather(units_[l]);
+    gather(l);
     release(units_[l]);
   }
 }
@@ -154,7 +187,7 @@ void ParameterShards::idle_micro_batch() {
 
 void ParameterShards::idle_backward() {
   for (size_t l = units_.size(); l-- > 1;) {
-    gather(units_[l]);
+    gather(l);
     reduce(units_[l], std::vector<torch::Tensor>(units_[l].params.size()));
     release(units_[l]);
   }
@@ -177,6 +210,8 @@ void ParameterShards::gather_into(const std::vector<torch::Tensor>& into) const 
 }
 
 void ParameterShards::gather_each(const ParameterVisitor& visit) const {
+  if (prefetch_.valid())
+    throw Error("sharding full: gather_each during a step (a layer prefetch is pending): call it between steps");
   torch::NoGradGuard no_grad;
   for (const Unit& u : units_) {
     const torch::Tensor flat = gather_unit_flat(u);
@@ -189,10 +224,11 @@ void ParameterShards::gather_each(const ParameterVisitor& visit) const {
 
 void ParameterShards::begin_forwards() {
   in_step_ = true;
-  gather(units_[0]);
+  gather(0);
 }
 
 void ParameterShards::end_forwards() {
+  drain_prefetch();
   release(units_[0]);
   in_step_ = false;
 }
@@ -206,7 +242,7 @@ void ParameterShards::begin_forward() {
 
 void ParameterShards::gather_layer(size_t layer) {
   if (!in_step_) begin_forward();  // throws: outside a step
-  gather(units_.at(layer + 1));
+  gather(layer + 1);
 }
 
 void ParameterShards::release_layer(size_t layer) { release(units_.at(layer + 1)); }
@@ -229,7 +265,7 @@ void ParameterShards::layer_gradients(size_t layer, const std::vector<torch::Ten
 
 std::shared_ptr<ParameterShards> shard_frozen_model(policy::Transformer model, const DistributedContext& dist,
                                                     c10::optional<torch::Device> device) {
-  auto shards = std::make_shared<ParameterShards>(model, dist, device);
+  auto shards = std::make_shared<ParameterShards>(model, dist, device, /*prefetch=*/true);
   model->set_weights_provider(shards);
   return shards;
 }

@@ -8,7 +8,12 @@
 // its recomputation in backward: activation checkpointing is required), its weights' gradients are
 // reduce-scattered into the owners' chunks as soon as its backward has produced them; the root is
 // gathered for a whole optimizer step (begin_step .. finish_gradients) and its gradients, accumulated
-// in .grad across the micro-batches, reduce-scattered at the end. No prefetch: a gather waits.
+// in .grad across the micro-batches, reduce-scattered at the end. Prefetch (FSDP's forward and
+// backward prefetch): when a layer is gathered, the all-gather of the layer that runs next (the one
+// after it in a forward, before it in the recomputation of backward) is started at once, so it travels
+// while this layer computes; the direction is read from the order of the gathers themselves, which
+// every rank runs alike (idle passes included), so all ranks start the same collectives in the same
+// order. A prefetch not used next is waited for and dropped.
 //
 // Collectives: every gather and reduction is one on the data-parallel group, so all ranks must run the
 // same sequence of forwards and backwards per step (grpo_update pads a rank with fewer micro-batches
@@ -37,7 +42,7 @@ class ParameterShards : public policy::LayerWeightsProvider {
   /// Does not install itself: ShardedAdamW calls model->set_weights_provider. Throws spade::Error for a
   /// non-contiguous / non-float32 parameter or a parameter outside the root and the decoder layers.
   ParameterShards(policy::Transformer model, const DistributedContext& dist,
-                  c10::optional<torch::Device> device = c10::nullopt);
+                  c10::optional<torch::Device> device = c10::nullopt, bool prefetch = true);
   ParameterShards(const ParameterShards&) = delete;
   ParameterShards& operator=(const ParameterShards&) = delete;
 
@@ -93,6 +98,8 @@ class ParameterShards : public policy::LayerWeightsProvider {
   /// (full) parameters held at once since construction.
   int64_t shard_bytes() const { return static_cast<int64_t>(shard_.nbytes()); }
   int64_t peak_gathered_bytes() const { return peak_gathered_; }
+  /// Layer gathers served by a prefetch started earlier (0 with prefetch off).
+  int64_t prefetched_gathers() const { return prefetched_; }
 
   // policy::LayerWeightsProvider (called by the model).
   void begin_forward() override;
@@ -112,8 +119,10 @@ class ParameterShards : public policy::LayerWeightsProvider {
     bool gathered = false;
   };
   torch::Tensor gather_unit_flat(const Unit& u) const;  // [U] full values (collective)
-  void gather(Unit& u);
+  torch::Tensor mine_padded(const Unit& u) const;         // this rank's chunk [chunk], zero-padded
+  void gather(size_t unit);
   void release(Unit& u);
+  void drain_prefetch();                                  // waits for and drops a pending prefetch
   void reduce(const Unit& u, const std::vector<torch::Tensor>& grads);  // grads per u.params (undefined: 0)
   std::vector<torch::Tensor> params_;        // the module's parameter tensors (handles)
   std::vector<std::string> names_;           // their names (named_parameters)
@@ -127,6 +136,11 @@ class ParameterShards : public policy::LayerWeightsProvider {
   torch::Tensor grad_sum_;                   // [shard_size_] float32, this step's reduced gradients
   std::vector<bool> has_gradient_;           // per parameter, this step
   bool in_step_ = false;
+  bool prefetch_enabled_ = true;
+  size_t prefetch_unit_ = 0;                 // the unit of `prefetch_` (a layer unit, >= 1)
+  DistributedContext::PendingGather prefetch_;
+  size_t last_layer_unit_ = 0;               // the layer unit gathered last (0: none yet)
+  int64_t prefetched_ = 0;
   int64_t gathered_ = 0, peak_gathered_ = 0;  // bytes
 };
 

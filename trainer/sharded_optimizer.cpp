@@ -91,7 +91,7 @@ ShardedAdamW::ShardedAdamW(std::vector<torch::Tensor> params, const torch::optim
 }
 
 ShardedAdamW::ShardedAdamW(policy::Transformer model, const torch::optim::AdamWOptions& options,
-                           const DistributedContext& dist, c10::optional<torch::Device> device)
+                           const DistributedContext& dist, c10::optional<torch::Device> device, bool prefetch)
     : torch::optim::Optimizer(model->parameters(), std::make_unique<torch::optim::AdamWOptions>(options)),
       dist_(dist),
       mode_(Sharding::Full),
@@ -102,7 +102,7 @@ ShardedAdamW::ShardedAdamW(policy::Transformer model, const torch::optim::AdamWO
     numels_.push_back(p.numel());
     total_ += p.numel();
   }
-  shards_ = std::make_shared<ParameterShards>(model, dist, device);  // checks the parameters, empties them
+  shards_ = std::make_shared<ParameterShards>(model, dist, device, prefetch);  // checks the parameters, empties them
   pieces_ = shards_->pieces();
   shard_ = {0, shards_->shard_size()};
   init_state(params);

@@ -48,8 +48,10 @@ class ShardedAdamW : public torch::optim::Optimizer {
   /// `device`: where the shards, the gathered weights and the moments live (default: the parameters'
   /// device), so a model loaded in host memory goes to the GPU one shard at a time. Throws spade::Error
   /// as above.
+  /// `prefetch`: start the next layer's all-gather while a layer runs (ParameterShards; off only to
+  /// measure what it saves, `spade bench step --prefetch false`).
   ShardedAdamW(policy::Transformer model, const torch::optim::AdamWOptions& options, const DistributedContext& dist,
-               c10::optional<torch::Device> device = c10::nullopt);
+               c10::optional<torch::Device> device = c10::nullopt, bool prefetch = true);
   ~ShardedAdamW() override;  // removes the gradient hooks
   ShardedAdamW(const ShardedAdamW&) = delete;
   ShardedAdamW& operator=(const ShardedAdamW&) = delete;

@@ -117,7 +117,7 @@ StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedConte
     throw Error("step bench: sharding " + o.sharding + " needs a process group (--group, or --nproc)");
   const DistributedContext single;
   std::unique_ptr<torch::optim::Optimizer> optimizer =
-      make_optimizer(model, OptimConfig{}, o.sharding, dist ? *dist : single);
+      make_optimizer(model, OptimConfig{}, o.sharding, dist ? *dist : single, c10::nullopt, o.prefetch);
   r.world_size = dist ? dist->world_size() : 1;
   UpdateOptions update;
   update.micro_batch_tokens = o.micro_batch_tokens;
@@ -150,6 +150,8 @@ StepBenchResult run_step_bench(const StepBenchOptions& o, const DistributedConte
   r.mfu = r.tokens_per_s * r.flops_per_token / (o.peak_tflops * 1e12);
   r.peak_rss_mb = static_cast<double>(peak_rss_bytes()) / (1 << 20);
   r.optimizer_state_bytes = adamw_state_bytes(*optimizer);
+  if (const auto* sharded = dynamic_cast<const ShardedAdamW*>(optimizer.get()); sharded && sharded->sharded_model())
+    r.prefetched_gathers = sharded->parameter_shards().prefetched_gathers();
   if (const std::optional<DeviceMemoryPeaks> gpu = device_memory_peaks(device)) {
     r.peak_gpu_allocated_mb = static_cast<double>(gpu->max_allocated_bytes) / (1 << 20);
     r.peak_gpu_reserved_mb = static_cast<double>(gpu->max_reserved_bytes) / (1 << 20);

@@ -57,6 +57,8 @@ struct StepBenchOptions {
   double entropy_coef = LossYaml{}.entropy_coef;              // loss.entropy_coef (> 0: the entropy bonus's gradient too)
   std::string sharding = DistributedYaml{}.sharding;          // distributed.sharding (trainer/sharding.h): the optimizer
                                                               // is then a ShardedAdamW over `dist` (required)
+  bool prefetch = true;                      // sharding full: prefetch each next layer's all-gather
+                                             // (trainer/parameter_shards.h); false measures without
   int warmup_steps = 1, steps = 1;           // untimed, then timed optimizer steps
   uint64_t seed = 1;
   double peak_tflops = 989.0;  // MFU denominator: H100/H200 SXM dense bf16 tensor-core peak, 989 TFLOPS
@@ -75,6 +77,7 @@ struct StepBenchResult {
   double peak_gpu_reserved_mb = -1;   // CUDA: max reserved (caching allocator) over the timed steps; -1 elsewhere
   double pg_loss = 0, grad_norm = 0;  // first timed step (finite: checked)
   int64_t micro_batches = 0;
+  int64_t prefetched_gathers = 0;   // sharding full: layer gathers a prefetch served, over all steps
   int64_t optimizer_state_bytes = 0;  // this rank's AdamW moments after the steps (bytes; 1/N of P x 8 when sharded)
   int world_size = 1;                 // ranks in the step (dist's world size, 1 without)
 };

@@ -5,7 +5,7 @@
 // runs 3 optimizer steps of trainer::grpo_update (AdamW) over Gloo, and writes JSON to argv[1]:
 //   {"rank", "world_size", "initial": [...], "params": [...], "steps": [{stats}...]}
 // where the parameter arrays are every parameter flattened in model->parameters() order.
-// Usage: trainer_dp_worker OUT.json AGG_MODE [BUCKET_BYTES [SHARDING MODEL [STEPS SAVE_DIR LOAD_DIR [KL]]]]
+// Usage: trainer_dp_worker OUT.json AGG_MODE [BUCKET_BYTES [SHARDING MODEL [STEPS SAVE_DIR LOAD_DIR [KL [PREFETCH]]]]]
 // SHARDING (none | optimizer | gradients | full, trainer/sharding.h) picks the optimizer as the trainer does
 // (trainer::make_optimizer), MODEL is qwen3 (the fixture) or qwen3_moe (4 experts, top-2); with them
 // the JSON also has "total_numel", "state_bytes" (this rank's optimizer-state tensors: the shard's
@@ -19,7 +19,8 @@
 // both (re-sharding for this world size) before the steps. KL "kl" adds a KL penalty (loss.kl_coef 0.1,
 // loss.kl_type's default) against a frozen reference (the same model family, init_weights(5, 0.3): other weights than the
 // policy's), sharded over the ranks under full (trainer::shard_frozen_model); the JSON then also has
-// "reference_bytes" (the reference's bytes this rank keeps: its shard under full, else all).
+// "reference_bytes" (the reference's bytes this rank keeps: its shard under full, else all). PREFETCH
+// "noprefetch" turns ZeRO-3's layer prefetch off; under full the JSON has "prefetched_gathers".
 // With AGG_MODE "split" it instead runs the designer-phase exchanges of trainer/selfplay_dp.h
 // (design_round_split over 5 requests, write_hints_split over 3 programs) with local functions that
 // record which rank ran what with which seed, and writes {"rank","world_size","attempts","hints",
@@ -207,7 +208,9 @@ int main(int argc, char** argv) {
     // after it, which moves ZeRO-2's gradient hooks onto the new accumulators).
     if (load_dir != "-" && full) torch::load(model, load_dir + "/model.pt");
     if (full) model->set_activation_checkpointing(true);  // required: layers recompute in backward
-    const std::unique_ptr<torch::optim::Optimizer> optimizer = trainer::make_optimizer(model, oc, sharding, dist);
+    const bool prefetch = !(argc > 10 && std::string(argv[10]) == "noprefetch");
+    const std::unique_ptr<torch::optim::Optimizer> optimizer =
+        trainer::make_optimizer(model, oc, sharding, dist, c10::nullopt, prefetch);
     torch::optim::Optimizer& opt = *optimizer;
     auto* sharded = dynamic_cast<trainer::ShardedAdamW*>(&opt);
     if ((save_dir != "-" || load_dir != "-") && !sharded) throw std::runtime_error("SAVE_DIR / LOAD_DIR need a sharding");
@@ -253,6 +256,7 @@ int main(int argc, char** argv) {
       out["peak_full_grad_bytes"] = sharded->peak_full_gradient_bytes();
       out["param_bytes"] = sharded->parameter_bytes();
       out["peak_gathered_bytes"] = sharded->peak_gathered_parameter_bytes();
+      if (full) out["prefetched_gathers"] = sharded->parameter_shards().prefetched_gathers();
     }
     out["total_numel"] = total;
     out["reference_bytes"] = reference_bytes;

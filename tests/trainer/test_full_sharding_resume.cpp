@@ -39,6 +39,22 @@ void kill_tree(pid_t pid) {
   for (size_t i = all.size(); i-- > 0;) kill(all[i], SIGKILL);
 }
 
+// A fresh directory SPADE_TEST_TMP/NAME holding tiny.yaml: the tiny run, ZeRO-3 (which needs activation
+// checkpointing), the entropy bonus (a random policy earns no reward: the bonus moves the weights), and
+// `extra` (YAML lines).
+fs::path zero3_run_root(const std::string& name, const std::string& extra) {
+  const fs::path root = fs::path(SPADE_TEST_TMP) / name;
+  fs::remove_all(root);
+  fs::create_directories(root);
+  write_file_atomic((root / "tiny.yaml").string(),
+                    fixtures::tiny_run_yaml(root.string(), /*threads=*/1, /*max_attempts=*/1, "fill_with_seeds: true,") +
+                        "distributed: {timeout_s: 300, sharding: full}\n"
+                        "train: {activation_checkpointing: true}\n"
+                        "loss: {entropy_coef: 0.01}\n" +
+                        extra);
+  return root;
+}
+
 std::vector<std::string> train_args(const fs::path& root, const std::string& name, int nproc) {
   return {SPADE_BIN, "train", "--nproc", std::to_string(nproc), "--config", (root / "tiny.yaml").string(),
           "--name", name};
@@ -47,17 +63,8 @@ std::vector<std::string> train_args(const fs::path& root, const std::string& nam
 }  // namespace
 
 TEST(DistributedTrain, FullShardingKilledThenResumedEqualsUninterrupted) {
-  const fs::path root = fs::path(SPADE_TEST_TMP) / "dp_train_zero3";
-  fs::remove_all(root);
-  fs::create_directories(root);
-  // The tiny run for 6 steps, a checkpoint every 2 (keep 3), deterministic, ZeRO-3 (which needs
-  // activation checkpointing).
-  const std::string yaml =
-      fixtures::tiny_run_yaml(root.string(), /*threads=*/1, /*max_attempts=*/1, "fill_with_seeds: true,") +
-      "distributed: {timeout_s: 300, sharding: full}\n"
-      "train: {activation_checkpointing: true}\n"
-      "loss: {entropy_coef: 0.01}\n";  // a random policy earns no reward: the entropy bonus moves the weights
-  write_file_atomic((root / "tiny.yaml").string(), yaml);
+  // The tiny ZeRO-3 run for 6 steps, a checkpoint every 2 (keep 3), deterministic (the --set below).
+  const fs::path root = zero3_run_root("dp_train_zero3", "");
   const std::vector<std::string> sets = {"--set", "selfplay.steps=6",   "--set", "checkpoint.every=2",
                                          "--set", "checkpoint.keep_last=3", "--set", "run.deterministic=true"};
   auto with_sets = [&](std::vector<std::string> args) {
@@ -140,16 +147,7 @@ double mean_metric(const std::vector<nlohmann::json>& steps, const std::string& 
 // from the step-2 checkpoint (its fp32 weights read back from model_fp32.safetensors) ends bit-identical
 // to the uninterrupted run.
 TEST(DistributedTrain, FullShardingBf16InferenceCopyCheckpointsTheMasterWeights) {
-  const fs::path root = fs::path(SPADE_TEST_TMP) / "dp_train_zero3_bf16";
-  fs::remove_all(root);
-  fs::create_directories(root);
-  const std::string yaml =
-      fixtures::tiny_run_yaml(root.string(), /*threads=*/1, /*max_attempts=*/1, "fill_with_seeds: true,") +
-      "distributed: {timeout_s: 300, sharding: full}\n"
-      "train: {activation_checkpointing: true}\n"
-      "checkpoint: {every: 2, keep_last: 3, dtype: bf16}\n"
-      "loss: {entropy_coef: 0.01}\n";
-  write_file_atomic((root / "tiny.yaml").string(), yaml);
+  const fs::path root = zero3_run_root("dp_train_zero3_bf16", "checkpoint: {every: 2, keep_last: 3, dtype: bf16}\n");
   auto run = [&](const std::string& name, const std::string& inference, int steps, std::vector<std::string> sets) {
     std::vector<std::string> args = train_args(root, name, 2);
     sets.insert(sets.end(), {"selfplay.steps=" + std::to_string(steps), "run.deterministic=true",
