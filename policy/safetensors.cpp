@@ -173,7 +173,13 @@ SafetensorsWriter::SafetensorsWriter(std::string path, std::vector<SafetensorsTe
   if (fd_ < 0) throw spade::Error(tmp_ + ": cannot open for writing: " + std::strerror(errno));
   std::string head(reinterpret_cast<const char*>(&n), 8);
   head += h;
-  write_at(head.data(), head.size(), 0, "the header");
+  try {
+    write_at(head.data(), head.size(), 0, "the header");
+  } catch (...) {  // no destructor runs for a constructor that throws
+    ::close(fd_);
+    std::remove(tmp_.c_str());
+    throw;
+  }
 }
 
 SafetensorsWriter::~SafetensorsWriter() {
@@ -212,11 +218,12 @@ void SafetensorsWriter::commit() {
   for (const Slot& s : slots_)
     if (!s.written) throw spade::Error(path_ + ": tensor '" + s.spec.name + "' was never written");
   // Size the file exactly (a data region of zero-sized tensors only ends at the header).
-  if (::ftruncate(fd_, static_cast<off_t>(data_start_ + data_bytes_)) != 0 || ::close(fd_) != 0) {
-    fd_ = -1;
-    throw spade::Error(tmp_ + ": cannot finish the file: " + std::strerror(errno));
-  }
+  const bool sized = ::ftruncate(fd_, static_cast<off_t>(data_start_ + data_bytes_)) == 0;
+  const int size_errno = errno;
+  const bool closed = ::close(fd_) == 0;
   fd_ = -1;
+  if (!sized || !closed)
+    throw spade::Error(tmp_ + ": cannot finish the file: " + std::strerror(sized ? errno : size_errno));
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
     throw spade::Error(path_ + ": rename from " + tmp_ + " failed: " + std::strerror(errno));
   committed_ = true;
