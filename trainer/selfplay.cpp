@@ -314,13 +314,13 @@ void SelfPlay::checkpoint_on_schedule(int64_t t) {
   // ZeRO-3: the weights are written from the master shards, gathered unit by unit (the inference copy
   // may be bf16); every rank takes part in the gathers, rank 0 writes.
   const bool full = sharded && sharded->sharded_model();
+  const CheckpointWeights shards = full ? sharded_weights(*sharded) : CheckpointWeights{};
   if (!dist_->is_main()) {
-    if (full) sharded->parameter_shards().gather_each([](size_t, const std::string&, const torch::Tensor&) {});
+    if (full) shards.for_each([](const std::string&, const torch::Tensor&) {});  // rank 0's gathers, unwritten
     return;
   }
   const SelfPlayState state = snapshot(t + 1);
   const TrainerStateRefs refs{state, optimizer_, memory_};
-  const CheckpointWeights shards = full ? sharded_weights(*sharded) : CheckpointWeights{};
   save_training_checkpoint(run_, t + 1, policy_, config_.checkpoint.dtype, &refs, full ? &shards : nullptr);
   run_.prune_checkpoints(config_.checkpoint.keep_last, config_.duel.every);
 }
