@@ -5,8 +5,9 @@
 # LibTorch by bench/sandbox_ab_main.cpp), against each side's envsandbox and common libraries and with
 # each side's spade-envd; only the sandbox differs. The base is exported with `git archive` into AB_DIR
 # and its three targets built there (spade-envd, spade_envsandbox, spade_common; a few minutes on 2
-# cores, kept for the next run). Prints one JSON object: the figures of every round per side, their
-# medians, and this tree's medians as ratios to the base's.
+# cores, kept for the next run). Prints one JSON object (bench/sandbox_ab_summary.py): the figures of
+# every round per side, their medians, and this tree's figures as ratios to the base's with a bootstrap
+# interval; `sandbox_ab_summary.py pool A.json B.json` pools the rounds of several runs.
 #
 #   bash bench/sandbox_ab.sh [ROUNDS] [BASE_REV] > bench/sandbox_ab.json
 #   ROUNDS default 4; BASE_REV default 3e39113 (main just before issue 24's merge, edf4569^1)
@@ -72,41 +73,4 @@ for ((r = 0; r < ROUNDS; ++r)); do
 done
 head_commit=$(git -C "$ROOT" rev-parse HEAD)
 git -C "$ROOT" diff --quiet HEAD -- envsandbox common apps || head_commit="$head_commit (with uncommitted changes)"
-python3 - "$tmp" "$ROUNDS" "$base_commit" "$head_commit" "$BENCH_ARGS" <<'PYEOF'
-import datetime, json, statistics, sys
-tmp, rounds, base, head, args = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
-# (figure, path in the bench's JSON, higher is better)
-figures = [
-    ("startup_ms_p50_continuous_demand", "results.1_busy.sandbox.startup_ms_p50", False),
-    ("startup_ms_p50_ready_spare", "sandbox_paced_1_busy.startup_ms_p50", False),
-    ("startup_ms_p50_without_spares", "sandbox_without_spares_1_busy.startup_ms_p50", False),
-    ("episode_steps_per_s", "results.1_busy.sandbox.episode_steps_per_s", True),
-    ("episode_ratio_vs_python3_per_env", "ratios.1_busy.episode_steps_vs_subprocess", True),
-    ("live_trivial_steps_per_s", "results.1_busy.sandbox.trivial_steps_per_s", True),
-    ("live_seed_steps_per_s", "results.1_busy.sandbox.seed_steps_per_s", True),
-    ("startup_ms_p50_2_busy", "results.2_busy.sandbox.startup_ms_p50", False),
-    ("episode_steps_per_s_2_busy", "results.2_busy.sandbox.episode_steps_per_s", True),
-    ("live_pool_cgroup_mib", "live.pool_cgroup_bytes", False),
-    ("python3_fork_exit_wait_ms", "python3_fork_exit_wait_ms", False),
-]
-def get(j, path):
-    for key in path.split("."):
-        j = j[key]
-    return j
-out = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
-       "base": base, "head": head, "rounds": rounds, "bench_args": args, "sides": {}, "head_over_base": {}}
-runs = {side: [json.load(open(f"{tmp}/{side}.{r}.json")) for r in range(rounds)] for side in ("base", "head")}
-out["machine"] = runs["head"][0].get("machine")
-out["live_environments"] = runs["head"][0]["live"]["environments"]
-for side, js in runs.items():
-    per = {}
-    for name, path, _ in figures:
-        xs = [get(j, path) for j in js]
-        if name == "live_pool_cgroup_mib":
-            xs = [x / 2**20 for x in xs]
-        per[name] = {"median": round(statistics.median(xs), 3), "rounds": [round(x, 3) for x in xs]}
-    out["sides"][side] = per
-for name, _, _ in figures:
-    out["head_over_base"][name] = round(out["sides"]["head"][name]["median"] / out["sides"]["base"][name]["median"], 3)
-print(json.dumps(out, indent=1))
-PYEOF
+python3 "$ROOT/bench/sandbox_ab_summary.py" collect "$tmp" "$ROUNDS" "$base_commit" "$head_commit" "$BENCH_ARGS"
