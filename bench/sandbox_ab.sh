@@ -11,17 +11,19 @@
 #
 #   bash bench/sandbox_ab.sh [ROUNDS] [BASE_REV] > bench/sandbox_ab.json
 #   ROUNDS default 4; BASE_REV default 3e39113 (main just before issue 24's merge, edf4569^1)
-#   environment: BUILD (this tree's CMake build dir, default build), AB_DIR (default build-ab),
-#   BENCH_ARGS (default: --episodes 60 --baseline-episodes 10 --steps 1000 --live 400), CXX (default g++)
+#   environment: BUILD (this tree's CMake build dir, default build; configured here if it is not),
+#   AB_DIR (default build-ab), BENCH_ARGS (default: --episodes 60 --baseline-episodes 10 --steps 1000
+#   --live 400), CXX (default g++)
 set -euo pipefail
 ROUNDS=${1:-4}
 BASE=${2:-3e39113}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$(cd "${BUILD:-$ROOT/build}" && pwd)
+BUILD=${BUILD:-$ROOT/build}
 AB_DIR=${AB_DIR:-$ROOT/build-ab}
 BENCH_ARGS=${BENCH_ARGS:---episodes 60 --baseline-episodes 10 --steps 1000 --live 400}
 CXX=${CXX:-g++}
-base_commit=$(git -C "$ROOT" rev-parse --verify "$BASE^{commit}")
+base_commit=$(git -C "$ROOT" rev-parse --verify --quiet "$BASE^{commit}") ||
+  { echo "bench/sandbox_ab.sh: no commit $BASE in $ROOT (a shallow clone? git fetch --unshallow)" >&2; exit 2; }
 mkdir -p "$AB_DIR"
 log="$AB_DIR/build.log"
 : > "$log"
@@ -39,6 +41,9 @@ cmake -S "$AB_DIR/base-src" -B "$AB_DIR/base-build" -DCMAKE_BUILD_TYPE=RelWithDe
   { tail -20 "$log" >&2; exit 1; }
 cmake --build "$AB_DIR/base-build" -j2 "${targets[@]}" >> "$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }
 echo "[ab] building this tree's sandbox in $BUILD" >&2
+[ -f "$BUILD/CMakeCache.txt" ] || cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >> "$log" 2>&1 ||
+  { tail -20 "$log" >&2; exit 1; }
+BUILD=$(cd "$BUILD" && pwd)
 cmake --build "$BUILD" -j2 "${targets[@]}" >> "$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }
 
 # One bench per side: this tree's apps/ with that side's common/ and envsandbox/ headers and libraries.
