@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The sandbox of this tree against that of a base revision (issue 24: per-child isolation against the
-# sandbox before it), on one machine, interleaved round by round (the machine's load drifts). Both sides
-# run the same bench, this tree's `spade bench sandbox` (apps/cmd_bench_sandbox.cpp, linked without
-# LibTorch by bench/sandbox_ab_main.cpp), against each side's envsandbox and common libraries and with
-# each side's spade-envd; only the sandbox differs. The base is exported with `git archive` into AB_DIR
-# and its three targets built there (spade-envd, spade_envsandbox, spade_common; a few minutes on 2
-# cores, kept for the next run). Prints one JSON object (bench/sandbox_ab_summary.py): the figures of
-# every round per side, their medians, and this tree's figures as ratios to the base's with a bootstrap
-# interval; `sandbox_ab_summary.py pool A.json B.json` pools the rounds of several runs.
+# sandbox before it), on one machine, interleaved round by round (the machine's load drifts; the order
+# alternates between rounds). Both sides run the same bench, this tree's `spade bench sandbox`
+# (apps/cmd_bench_sandbox.cpp, linked without LibTorch by bench/sandbox_ab_main.cpp), against each side's
+# envsandbox and common libraries and with each side's spade-envd; only the sandbox differs. The base is
+# exported with `git archive` into AB_DIR and its three targets built there (spade-envd,
+# spade_envsandbox, spade_common; a few minutes on 2 cores, kept for the next run). Prints one JSON
+# object (bench/sandbox_ab_summary.py): the figures of every round per side, their medians, and this
+# tree's figures as ratios to the base's with a bootstrap interval; `sandbox_ab_summary.py pool A.json
+# B.json` pools the rounds of several runs.
 #
 #   bash bench/sandbox_ab.sh [ROUNDS] [BASE_REV] > bench/sandbox_ab.json
 #   ROUNDS default 4; BASE_REV default 3e39113 (main just before issue 24's merge, edf4569^1)
@@ -66,7 +67,9 @@ link_bench head "$ROOT" "$BUILD"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for ((r = 0; r < ROUNDS; ++r)); do
-  for side in base head; do
+  order="base head"
+  ((r % 2 == 0)) || order="head base"  # alternating, so that a bias of running first or second cancels
+  for side in $order; do
     build_dir=$BUILD
     [ "$side" = base ] && build_dir=$AB_DIR/base-build
     echo "[ab] round $r: $side (load average $(cut -d' ' -f1 /proc/loadavg))" >&2

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Summary of bench/sandbox_ab.sh: per side (base, head) every round's figures and their medians, and per
-figure this tree's figure relative to the base's: the ratio of the medians, and the median of the per-round
-ratios (each round runs base then head back to back, so a round's ratio cancels the machine's drift) with a
-95% percentile-bootstrap interval over rounds (10,000 resamples, seed 0).
+figure this tree's figure relative to the base's: the ratio of the medians, and the median of the
+per-round ratios (each round runs base and head back to back, in alternating order, so a round's ratio
+cancels the machine's drift) with a 95% percentile-bootstrap interval over rounds (10,000 resamples,
+seed 0).
 
   sandbox_ab_summary.py collect DIR ROUNDS BASE HEAD BENCH_ARGS   DIR holds {base,head}.{0..ROUNDS-1}.json
   sandbox_ab_summary.py pool SUMMARY.json...                      rounds of earlier summaries, pooled
