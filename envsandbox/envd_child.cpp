@@ -1,8 +1,10 @@
 #include "envsandbox/envd_child.h"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <stdexcept>
+#include <utility>
 
 #include "envsandbox/envd_capture.h"
 #include "envsandbox/envd_confine.h"
@@ -15,6 +17,9 @@ using nlohmann::json;
 
 namespace spade::envsandbox::envd {
 namespace {
+
+// How long a preloaded spare waits for a request after its load reply before it warms up (WarmUp).
+constexpr int kIdleBeforeWarmUpMs = 5;
 
 int64_t required(const json& j, const char* key) {
   auto it = j.find(key);
@@ -35,9 +40,12 @@ class ChildServer {
     caps_ = ValueCaps{limits.max_str_chars, std::max<int64_t>(room, 4096)};
   }
 
-  // See run_child(): exercise the load/reset/step/encode paths once on a throwaway environment and
-  // forget it (its output, its namespace, any exception), leaving the instance as new.
+  // See WarmUp: exercise the load/reset/step/encode paths once on a throwaway environment and forget it
+  // (its namespace, its replies, any exception), leaving the instance as it was (a loaded program stays).
+  // The throwaway environment prints nothing, so the output sink is left alone: what a loaded program's
+  // own threads print meanwhile stays for its next reply.
   void warm_up() {
+    py::object loaded = std::exchange(env_, py::none());
     static const char* kWarmEnv =
         "class WarmEnv:\n"
         "    def __init__(self, max_turns=3):\n"
@@ -56,13 +64,13 @@ class ChildServer {
       }
     } catch (...) {
     }
-    env_ = py::none();
-    sink_->take();
+    env_ = std::move(loaded);
     PyErr_Clear();
   }
 
-  [[noreturn]] void serve() {
-    for (;;) {
+  // `warm_after_first`: warm_up() once the first reply is written, unless the next request follows it.
+  [[noreturn]] void serve(bool warm_after_first) {
+    for (bool first = true;; first = false) {
       std::string request;
       FrameStatus s = read_frame(sock_, protocol::kMaxRequestBytes, no_deadline(), &request, nullptr, nullptr,
                                  nullptr, &spin_);
@@ -76,6 +84,12 @@ class ChildServer {
         payload = json{{"error", "protocol"}, {"message", "reply of " + std::to_string(payload.size()) +
                                                               " bytes over the cap"}}.dump();
       if (write_frame(sock_, payload, no_deadline()) != FrameStatus::kOk) _exit(72);
+      // A spare handed over while it loaded gets the caller's next request at once: answer it. One
+      // that waits idle for kIdleBeforeWarmUpMs warms up (a request arriving meanwhile waits for it).
+      if (first && warm_after_first) {
+        pollfd next{sock_, POLLIN, 0};
+        if (poll(&next, 1, kIdleBeforeWarmUpMs) == 0) warm_up();
+      }
     }
   }
 
@@ -261,13 +275,13 @@ std::array<rlimit, RLIM_NLIMITS> child_rlimits(const std::array<rlimit, RLIM_NLI
 }
 
 void run_child(int sock, const ChildSetup& setup, const ChildLimits& limits, const Prelude& prelude,
-               SeccompFilter* filter, bool warm) {
+               SeccompFilter* filter, WarmUp warm) {
   int channel = confine_child(sock, setup, limits, limits.seccomp ? filter : nullptr);
   if (write_frame(channel, R"({"op":"hello"})", no_deadline()) != FrameStatus::kOk) _exit(72);
   try {
     ChildServer server(channel, limits, prelude);
-    if (warm) server.warm_up();
-    server.serve();
+    if (warm == WarmUp::kBeforeFirst) server.warm_up();
+    server.serve(warm == WarmUp::kAfterFirst);
   } catch (...) {
     _exit(73);
   }

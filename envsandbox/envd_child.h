@@ -58,11 +58,21 @@ std::array<rlimit, RLIM_NLIMITS> child_rlimits(const std::array<rlimit, RLIM_NLI
 /// filter (loaded when limits.seccomp; the child exits 70 if it cannot be). Before serving requests it
 /// sends one hello frame `{"op":"hello"}` (the host reads the child's pid in its own pid namespace from
 /// the frame's SCM_CREDENTIALS).
-/// `warm` (spare children, envd_zygote.h): after the hello, and before reading the first request, load
-/// and play a small throwaway environment once, so that the copy-on-write faults of the interpreter
-/// pages every program touches (compiler, class creation, calls, value encoding) are taken while the
-/// spare waits instead of on the caller's first load (bench/RESULTS.md: load ~1.5 ms cold).
+/// When a child loads and plays a small throwaway environment once (in its own namespace; it prints
+/// nothing and leaves the instance as it was), so that the copy-on-write faults of the interpreter pages
+/// every program touches (compiler, class creation, calls, value encoding) are taken while a spare waits
+/// instead of on the caller's path (bench/RESULTS.md: load ~1.5 ms cold).
+enum class WarmUp {
+  kNone,         // a child forked for a waiting request
+  kBeforeFirst,  // a plain spare: after the hello, before reading the first request
+  kAfterFirst,   // a preloaded spare: after answering its first request (the preload), whose load has
+                 // already taken the compiler's faults, so that the caller's first reset does not take
+                 // those of calls and value encoding; only when no request follows within 5 ms (one
+                 // handed over while it loaded is answered at once: bench/RESULTS.md)
+};
+
+/// `warm`: see WarmUp.
 [[noreturn]] void run_child(int sock, const ChildSetup& setup, const ChildLimits& limits, const Prelude& prelude,
-                            SeccompFilter* filter, bool warm = false);
+                            SeccompFilter* filter, WarmUp warm = WarmUp::kNone);
 
 }  // namespace spade::envsandbox::envd

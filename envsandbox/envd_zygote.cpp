@@ -246,7 +246,7 @@ std::string Zygote::spare_problem(const Spare& spare) {
   return state_difference(want, got);
 }
 
-std::string Zygote::fork_child(const ChildLimits& limits, pid_t* pid_out, int* fd_out, bool warm) {
+std::string Zygote::fork_child(const ChildLimits& limits, pid_t* pid_out, int* fd_out, WarmUp warm) {
   ChildSetup setup;
   setup.own_namespaces = namespaces_.active();
   setup.zygote_pid = self_;
@@ -318,9 +318,10 @@ void Zygote::refill_spares() {
     pollfd pending{control_fd_, POLLIN, 0};
     if (poll(&pending, 1, 0) > 0) return;  // a request is waiting: serve it first
     Spare spare{-1, -1, plain < spare_target_ ? std::string() : preload_};
-    // A preloaded spare's load of the real program takes the same copy-on-write faults as the
-    // throwaway warm-up would, while it waits: only plain spares warm up.
-    if (!fork_child(limits, &spare.pid, &spare.fd, /*warm=*/spare.preload.empty()).empty()) {
+    // A preloaded spare's load of the real program takes the compiler's copy-on-write faults while it
+    // waits; it warms up after it (calls, value encoding), a plain spare before its first request.
+    WarmUp warm = spare.preload.empty() ? WarmUp::kBeforeFirst : WarmUp::kAfterFirst;
+    if (!fork_child(limits, &spare.pid, &spare.fd, warm).empty()) {
       spare_fork_failed_ = true;  // e.g. the pool's task cap: the next request forks (and reports) itself
       return;
     }

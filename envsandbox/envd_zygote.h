@@ -76,8 +76,8 @@ class Zygote {
   nlohmann::json spawn(const nlohmann::json& request, int* pass_fd);
   // Forks one confined child with `limits`; on success fills *pid and *fd (the zygote's end of its
   // channel) and returns "", else the error text.
-  // `warm`: a spare (run_child's warm-up).
-  std::string fork_child(const ChildLimits& limits, pid_t* pid, int* fd, bool warm = false);
+  // `warm`: when the child warms up (a spare; envd_child.h WarmUp).
+  std::string fork_child(const ChildLimits& limits, pid_t* pid, int* fd, WarmUp warm = WarmUp::kNone);
   // Forks spares until spare_target_ plain and preload_target_ preloaded ones are waiting, stopping
   // early when a request arrives.
   void refill_spares();
