@@ -18,9 +18,9 @@
 // gets such a spare ("loaded": true): start-up is then the hand-over and reset() only. The zygote never
 // reads a child's channel (a child's bytes are untrusted and only the host parses them). A spawn with
 // another preload (or "" to clear) kills the preloaded spares of the old one; a spawn without one
-// leaves them. A preloaded spare has run the program's
-// top level and __init__ before its hand-over: that CPU time counts against its RLIMIT_CPU, and the
-// host's load deadline starts at the hand-over.
+// leaves them. A preloaded spare has run the program's top level and __init__ (and, when idle, its
+// warm-up: envd_child.h WarmUp) before its hand-over: that CPU time counts against its RLIMIT_CPU, and
+// the host's load deadline starts at the hand-over.
 //
 // Neighbours (issue 24). With per-child namespaces (envd_namespaces.h) every child is pid 1 of its own
 // pid namespace with its own IPC and mount namespaces and /tmp: it can name no other process, and its
