@@ -28,6 +28,7 @@ base_commit=$(git -C "$ROOT" rev-parse --verify --quiet "$BASE^{commit}") ||
 mkdir -p "$AB_DIR"
 log="$AB_DIR/build.log"
 : > "$log"
+logged() { "$@" >> "$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }; }  # a build step; its output in $log
 
 # The base tree: exported once per commit, configured like this tree's build, its sandbox targets built.
 if [ "$(cat "$AB_DIR/base-src/.commit" 2>/dev/null)" != "$base_commit" ]; then
@@ -38,14 +39,12 @@ if [ "$(cat "$AB_DIR/base-src/.commit" 2>/dev/null)" != "$base_commit" ]; then
 fi
 targets=(--target spade-envd spade_envsandbox spade_common)
 echo "[ab] building the base's sandbox ($base_commit) in $AB_DIR/base-build" >&2
-cmake -S "$AB_DIR/base-src" -B "$AB_DIR/base-build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >> "$log" 2>&1 ||
-  { tail -20 "$log" >&2; exit 1; }
-cmake --build "$AB_DIR/base-build" -j2 "${targets[@]}" >> "$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }
+logged cmake -S "$AB_DIR/base-src" -B "$AB_DIR/base-build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+logged cmake --build "$AB_DIR/base-build" -j2 "${targets[@]}"
 echo "[ab] building this tree's sandbox in $BUILD" >&2
-[ -f "$BUILD/CMakeCache.txt" ] || cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >> "$log" 2>&1 ||
-  { tail -20 "$log" >&2; exit 1; }
+[ -f "$BUILD/CMakeCache.txt" ] || logged cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 BUILD=$(cd "$BUILD" && pwd)
-cmake --build "$BUILD" -j2 "${targets[@]}" >> "$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }
+logged cmake --build "$BUILD" -j2 "${targets[@]}"
 
 # One bench per side: this tree's apps/ with that side's common/ and envsandbox/ headers and libraries.
 link_bench() {  # side source-dir build-dir
@@ -55,11 +54,10 @@ link_bench() {  # side source-dir build-dir
   ln -s "$2/common" "$inc/common"
   ln -s "$2/envsandbox" "$inc/envsandbox"
   echo "[ab] linking the bench against the $1 sandbox" >&2
-  "$CXX" -std=c++20 -O2 -g -DNDEBUG -I"$inc" -DSPADE_SOURCE_DIR="\"$ROOT\"" \
+  logged "$CXX" -std=c++20 -O2 -g -DNDEBUG -I"$inc" -DSPADE_SOURCE_DIR="\"$ROOT\"" \
     "$ROOT/bench/sandbox_ab_main.cpp" "$ROOT/apps/commands.cpp" "$ROOT/apps/cmd_bench_sandbox.cpp" \
     "$ROOT/apps/error_text.cpp" "$ROOT/apps/machine_info.cpp" \
-    "$3/envsandbox/libspade_envsandbox.a" "$3/common/libspade_common.a" -lpthread -o "$AB_DIR/bench-$1" >> "$log" 2>&1 ||
-    { tail -20 "$log" >&2; exit 1; }
+    "$3/envsandbox/libspade_envsandbox.a" "$3/common/libspade_common.a" -lpthread -o "$AB_DIR/bench-$1"
 }
 link_bench base "$AB_DIR/base-src" "$AB_DIR/base-build"
 link_bench head "$ROOT" "$BUILD"
